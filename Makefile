@@ -52,6 +52,11 @@ kmod:
 kmod-clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 
+include lib/lib.mk
+-include tools/tools.mk
+-include examples/examples.mk
+include tests/unit/unit.mk
+-include tests/integration/integration.mk
 -include tests/kmod/kmod-tests.mk
 -include tests/vm/vm.mk
 

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhmc: heterogeneous memory communication.
+ *
+ * Every transfer moves bytes between registered buffers (ConnBuffers) of
+ * peers, addressed by offset: put writes a range of the local buffer into
+ * the peer's buffer, get reads the peer's range into the local one. A small
+ * control plane addressed by rank carries handshakes, transport metadata,
+ * u64 tags and barriers.
+ *
+ * Conventions:
+ *  - every call returns 0 (or a count) on success and a negative errno on
+ *    failure; hmc_strerror() turns it into text;
+ *  - option structs start with their own size (use HMC_OPTS()), so they can
+ *    grow without breaking callers; unknown trailing fields must be zero;
+ *  - timeouts are in milliseconds; HMC_TIMEOUT_INFINITE waits forever and is
+ *    never a default;
+ *  - the library never exits, never installs signal handlers and prints
+ *    nothing unless asked (hmc_set_log() or HMC_LOG=error|warn|info|debug).
+ */
+#ifndef HMC_HMC_H
+#define HMC_HMC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HMC_VERSION_MAJOR	0
+#define HMC_VERSION_MINOR	1
+#define HMC_VERSION_PATCH	0
+
+#define HMC_TIMEOUT_INFINITE	(-1)
+
+/* Declares an option struct with its size set: HMC_OPTS(hmc_comm_opts, o, .rank = 1); */
+#define HMC_OPTS(TYPE, NAME, ...)					\
+	struct TYPE NAME = { .sz = sizeof(struct TYPE), __VA_ARGS__ }
+
+/* "major.minor.patch" of the library that is running. */
+const char *hmc_version(void);
+
+/* Text for a negative errno returned by libhmc (or a positive errno). */
+const char *hmc_strerror(int err);
+
+/* ----------------------------------------------------------------------
+ * Logging. Off by default; HMC_LOG=<level> in the environment prints to
+ * stderr when no callback is set.
+ */
+enum hmc_log_level {
+	HMC_LOG_ERROR,
+	HMC_LOG_WARN,
+	HMC_LOG_INFO,
+	HMC_LOG_DEBUG,
+};
+
+typedef void (*hmc_log_fn)(enum hmc_log_level level, const char *msg,
+			   void *arg);
+
+/* Route messages up to @max_level to @fn (NULL restores the default). */
+void hmc_set_log(hmc_log_fn fn, enum hmc_log_level max_level, void *arg);
+
+/* ----------------------------------------------------------------------
+ * Memory: CPU, CUDA and ROCm. GPU runtimes are loaded at run time, so one
+ * build runs everywhere; a missing runtime or device gives -ENODEV.
+ */
+enum hmc_mem_type {
+	HMC_MEM_CPU,
+	HMC_MEM_CUDA,
+	HMC_MEM_ROCM,
+};
+
+enum hmc_copy_kind {
+	HMC_COPY_H2H,
+	HMC_COPY_H2D,
+	HMC_COPY_D2H,
+	HMC_COPY_D2D,
+};
+
+/* "cpu", "cuda", "rocm". */
+const char *hmc_mem_type_name(enum hmc_mem_type type);
+
+/* Number of devices of @type (1 for CPU), or -ENODEV without a runtime. */
+int hmc_mem_device_count(enum hmc_mem_type type);
+
+/* Allocate @size bytes on device @device of @type (CPU memory is page aligned). */
+int hmc_mem_alloc(enum hmc_mem_type type, int device, size_t size, void **ptr);
+
+/* Free memory from hmc_mem_alloc() with the same type and device. */
+int hmc_mem_free(enum hmc_mem_type type, int device, void *ptr);
+
+/* Synchronous copy of @len bytes using the runtime of @type on @device. */
+int hmc_mem_copy(enum hmc_mem_type type, int device, void *dst,
+		 const void *src, size_t len, enum hmc_copy_kind kind);
+
+/* ----------------------------------------------------------------------
+ * ConnBuffer: one stable registered region, addressed by (offset, size).
+ * CPU buffers come from /dev/hmc (pinned kernel pages) when the module is
+ * present (libhmc loads it with libkmod if it is installed and the caller
+ * may load modules), else from mmap + mlock; HMC_REQUIRE_KMOD=1 in the
+ * environment, or HMC_BUF_F_REQUIRE_KMOD, makes the fallback an error.
+ */
+struct hmc_buf;
+
+enum hmc_buf_backing {
+	HMC_BUF_BACKING_KMOD = 1,	/* /dev/hmc pages, mapped */
+	HMC_BUF_BACKING_MLOCK,		/* anonymous memory, mlocked */
+	HMC_BUF_BACKING_ANON,		/* anonymous memory, mlock refused */
+	HMC_BUF_BACKING_DEVICE,		/* GPU memory */
+};
+
+#define HMC_BUF_F_REQUIRE_KMOD	(1U << 0)	/* fail rather than fall back */
+#define HMC_BUF_F_NO_KMOD	(1U << 1)	/* never use /dev/hmc */
+#define HMC_BUF_F_NUMA		(1U << 2)	/* CPU pages on @numa_node */
+
+struct hmc_buf_opts {
+	size_t sz;
+	uint32_t flags;			/* HMC_BUF_F_* */
+	int numa_node;			/* with HMC_BUF_F_NUMA */
+};
+
+/* Create a buffer of @size bytes of @type on @device (opts may be NULL). */
+int hmc_buf_create(enum hmc_mem_type type, int device, size_t size,
+		   const struct hmc_buf_opts *opts, struct hmc_buf **buf);
+
+/* Destroy a buffer; it must no longer be used by a communicator. */
+void hmc_buf_destroy(struct hmc_buf *buf);
+
+void *hmc_buf_ptr(const struct hmc_buf *buf);
+size_t hmc_buf_size(const struct hmc_buf *buf);
+enum hmc_mem_type hmc_buf_mem_type(const struct hmc_buf *buf);
+int hmc_buf_device(const struct hmc_buf *buf);
+enum hmc_buf_backing hmc_buf_backing(const struct hmc_buf *buf);
+
+/* "kmod", "mlock", "anon", "device". */
+const char *hmc_buf_backing_name(enum hmc_buf_backing backing);
+
+/*
+ * Copy @len bytes from @src into the buffer at @offset; @src_type says
+ * where @src lives (HMC_MEM_CPU or a GPU type). -ERANGE if the range does
+ * not fit in the buffer.
+ */
+int hmc_buf_write(struct hmc_buf *buf, size_t offset, const void *src,
+		  size_t len, enum hmc_mem_type src_type);
+
+/* Copy @len bytes at @offset out of the buffer into @dst of @dst_type. */
+int hmc_buf_read(struct hmc_buf *buf, size_t offset, void *dst, size_t len,
+		 enum hmc_mem_type dst_type);
+
+/* Copy within the buffer; the ranges may overlap. */
+int hmc_buf_copy_within(struct hmc_buf *buf, size_t dst_offset,
+			size_t src_offset, size_t len);
+
+/* ----------------------------------------------------------------------
+ * Communicator: one ConnBuffer, a rank, the control plane and the
+ * transports. Peers are addressed by rank.
+ *
+ * Thread safety: every hmc_comm_* call may be made from several threads at
+ * once on one communicator, except hmc_comm_destroy(), which must not race
+ * with any other call on it.
+ */
+struct hmc_comm;
+
+/* A non-blocking operation; 0 is never a valid request. */
+typedef uint64_t hmc_req_t;
+
+enum hmc_transport {
+	HMC_TRANSPORT_UCX = 1,		/* UCX (cma/posix/sysv on one host, tcp, ...) */
+	HMC_TRANSPORT_VERBS,		/* ibverbs RC queue pairs */
+};
+
+/* "ucx", "verbs". */
+const char *hmc_transport_name(enum hmc_transport transport);
+
+#define HMC_COMM_F_NO_PROGRESS_THREAD	(1U << 0) /* caller drives progress */
+#define HMC_COMM_F_NO_UNIX		(1U << 1) /* control over TCP only */
+
+struct hmc_comm_opts {
+	size_t sz;
+	uint32_t rank;			/* this process's rank */
+	uint32_t flags;			/* HMC_COMM_F_* */
+	/*
+	 * Shared secret for the HMAC-SHA256 challenge-response on every
+	 * control connection; NULL takes HMC_SECRET from the environment;
+	 * none means peers are not authenticated.
+	 */
+	const char *secret;
+	int connect_timeout_ms;		/* dial + handshake (default 10000) */
+	int op_timeout_ms;		/* blocking put/get/flush (default 30000) */
+};
+
+/* Create a communicator over @buf (which must outlive it). */
+int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
+		    struct hmc_comm **comm);
+
+/* Disconnect every peer, stop listening and free the communicator. */
+void hmc_comm_destroy(struct hmc_comm *comm);
+
+uint32_t hmc_comm_rank(const struct hmc_comm *comm);
+struct hmc_buf *hmc_comm_buf(const struct hmc_comm *comm);
+
+/*
+ * Accept control connections on @ip:@port (TCP; port 0 picks one) and, for
+ * peers on this host, on a Unix socket named after the port whose peer
+ * credentials are checked.
+ */
+int hmc_comm_listen(struct hmc_comm *comm, const char *ip, uint16_t port);
+
+/* The TCP port hmc_comm_listen() bound, or -ENOTCONN. */
+int hmc_comm_listen_port(const struct hmc_comm *comm);
+
+/*
+ * Connect to rank @peer listening on @ip:@port and bring up @transport to it.
+ * The Unix socket is used when @ip is an address of this host. -EISCONN if
+ * already connected, -EACCES if authentication fails, -EEXIST if the peer
+ * already has a connection from our rank, -ETIMEDOUT.
+ */
+int hmc_comm_connect(struct hmc_comm *comm, uint32_t peer, const char *ip,
+		     uint16_t port, enum hmc_transport transport);
+
+/* Close the connection to @peer; its in-flight requests fail with -ENOTCONN. */
+int hmc_comm_disconnect(struct hmc_comm *comm, uint32_t peer);
+
+/* Whether @peer is connected and has not failed. */
+bool hmc_comm_is_connected(struct hmc_comm *comm, uint32_t peer);
+
+/* Ranks of connected peers: fills up to @max, returns how many there are. */
+int hmc_comm_peers(struct hmc_comm *comm, uint32_t *ranks, size_t max);
+
+/* The size of @peer's ConnBuffer, or a negative errno. */
+int64_t hmc_comm_peer_buf_size(struct hmc_comm *comm, uint32_t peer);
+
+/*
+ * One-sided transfers between [local_off, local_off + len) of our buffer
+ * and [remote_off, remote_off + len) of @peer's. The blocking forms wait up
+ * to op_timeout_ms. -ERANGE for ranges outside either buffer.
+ */
+int hmc_comm_put(struct hmc_comm *comm, uint32_t peer, size_t local_off,
+		 size_t remote_off, size_t len);
+int hmc_comm_get(struct hmc_comm *comm, uint32_t peer, size_t local_off,
+		 size_t remote_off, size_t len);
+
+/*
+ * Start a transfer and return its request in @req. A put request completes
+ * when the local range may be reused (use hmc_comm_flush() for remote
+ * visibility); a get request completes when the data is in our buffer.
+ */
+int hmc_comm_put_nb(struct hmc_comm *comm, uint32_t peer, size_t local_off,
+		    size_t remote_off, size_t len, hmc_req_t *req);
+int hmc_comm_get_nb(struct hmc_comm *comm, uint32_t peer, size_t local_off,
+		    size_t remote_off, size_t len, hmc_req_t *req);
+
+/*
+ * Wait for @req: its result (0 or the error of the operation), after which
+ * the request is released; -ETIMEDOUT leaves it pending; -ENOENT for a
+ * request that is unknown or already released.
+ */
+int hmc_comm_wait(struct hmc_comm *comm, hmc_req_t req, int timeout_ms);
+
+/* Like hmc_comm_wait() without waiting: -EINPROGRESS while pending. */
+int hmc_comm_test(struct hmc_comm *comm, hmc_req_t req);
+
+/*
+ * Wait for all @n requests. @status (optional) receives each result,
+ * -EINPROGRESS for those still pending at the deadline (they stay valid).
+ * Returns 0, -ETIMEDOUT, or the first error.
+ */
+int hmc_comm_wait_all(struct hmc_comm *comm, const hmc_req_t *reqs, size_t n,
+		      int timeout_ms, int *status);
+
+/* Wait until every earlier put to @peer is visible in its buffer. */
+int hmc_comm_flush(struct hmc_comm *comm, uint32_t peer);
+
+/*
+ * Put, then deliver @tag to @peer, which receives it with
+ * hmc_comm_recv_tag() only once the data is visible in its buffer.
+ */
+int hmc_comm_put_signal(struct hmc_comm *comm, uint32_t peer,
+			size_t local_off, size_t remote_off, size_t len,
+			uint64_t tag);
+
+/* Send a u64 tag to @peer over the control plane. */
+int hmc_comm_send_tag(struct hmc_comm *comm, uint32_t peer, uint64_t tag);
+
+/* Receive the next tag from @peer, in order, waiting up to @timeout_ms. */
+int hmc_comm_recv_tag(struct hmc_comm *comm, uint32_t peer, uint64_t *tag,
+		      int timeout_ms);
+
+/* Wait until every connected peer has entered the same barrier. */
+int hmc_comm_barrier(struct hmc_comm *comm, int timeout_ms);
+
+/*
+ * Drive communication once (accepts, handshakes, transport progress) and
+ * return the number of events handled. Needed only with
+ * HMC_COMM_F_NO_PROGRESS_THREAD, or to poll memory at the lowest latency.
+ */
+int hmc_comm_progress(struct hmc_comm *comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HMC_HMC_H */

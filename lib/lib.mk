@@ -1,0 +1,55 @@
+# libhmc: shared (versioned soname, exported symbols listed in libhmc.map)
+# and static. Every lib/*.c is part of it.
+
+LIB_SO_MAJOR	:= 0
+LIB_SRCS	:= $(sort $(wildcard lib/*.c))
+LIB_OBJS	:= $(LIB_SRCS:%.c=$(O)/%.o)
+LIB_HDRS	:= $(wildcard lib/*.h) include/hmc/hmc.h uapi/linux/hmc.h
+LIB_PKGS	:= ucx libkmod libcrypto
+LIB_PKG_CFLAGS	:= $(shell pkg-config --cflags $(LIB_PKGS) 2>/dev/null)
+LIB_PKG_LIBS	:= $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null)
+LIB_LIBS	:= $(LIB_PKG_LIBS) -ldl -lpthread
+LIBHMC_A	:= $(O)/lib/libhmc.a
+LIBHMC_SO	:= $(O)/lib/libhmc.so.$(VERSION)
+LIBHMC_SONAME	:= libhmc.so.$(LIB_SO_MAJOR)
+HMC_PC		:= $(O)/lib/hmc.pc
+
+all: lib
+.PHONY: lib
+lib: $(LIBHMC_A) $(LIBHMC_SO) $(O)/lib/libhmc.so $(HMC_PC)
+
+$(O)/lib/%.o: lib/%.c $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $(LIB_PKG_CFLAGS) \
+		-fPIC -c $< -o $@
+
+$(LIBHMC_A): $(LIB_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIBHMC_SO): $(LIB_OBJS) lib/libhmc.map
+	$(CC) -shared -Wl,-soname,$(LIBHMC_SONAME) \
+		-Wl,--version-script=lib/libhmc.map -Wl,--no-undefined \
+		$(CFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
+
+$(O)/lib/libhmc.so: $(LIBHMC_SO)
+	ln -sf libhmc.so.$(VERSION) $(O)/lib/$(LIBHMC_SONAME)
+	ln -sf $(LIBHMC_SONAME) $@
+
+$(HMC_PC): lib/hmc.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@LIBS_PRIVATE@|$(LIB_LIBS)|' $< > $@
+
+.PHONY: install-lib
+install: install-lib
+install-lib: lib
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/hmc \
+		$(DESTDIR)$(PREFIX)/include/linux $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/hmc/hmc.h $(DESTDIR)$(PREFIX)/include/hmc/
+	install -m 644 uapi/linux/hmc.h $(DESTDIR)$(PREFIX)/include/linux/
+	install -m 755 $(LIBHMC_SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libhmc.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(LIBHMC_SONAME)
+	ln -sf $(LIBHMC_SONAME) $(DESTDIR)$(PREFIX)/lib/libhmc.so
+	install -m 644 $(LIBHMC_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(HMC_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
