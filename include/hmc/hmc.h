@@ -284,7 +284,11 @@ int hmc_comm_put_signal(struct hmc_comm *comm, uint32_t peer,
 /* Send a u64 tag to @peer over the control plane. */
 int hmc_comm_send_tag(struct hmc_comm *comm, uint32_t peer, uint64_t tag);
 
-/* Receive the next tag from @peer, in order, waiting up to @timeout_ms. */
+/*
+ * Receive the next tag from @peer, in order, waiting up to @timeout_ms (for
+ * a rank that has not connected yet too). Tags that arrived before the peer
+ * disconnected or failed are still delivered; then its error.
+ */
 int hmc_comm_recv_tag(struct hmc_comm *comm, uint32_t peer, uint64_t *tag,
 		      int timeout_ms);
 

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Progress engine. Whoever holds progress.lock drives everything: control
+ * sockets, listeners, handshakes and the transports. A caller that waits
+ * drives it inline (so a tag or a completion costs no thread hand-off);
+ * when no caller has done so for PARK_NS, the progress thread takes over,
+ * sleeping in epoll_wait, so that accepts, handshakes and passive-target
+ * transport work (UCX emulates RMA with active messages on some transports)
+ * happen while the application computes. A caller that finds the thread
+ * asleep with the lock kicks it through an eventfd and takes over.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "log.h"
+
+#define PARK_NS		(5 * 1000000LL)	/* the thread idles this long after a caller */
+#define SLICE_MS	100		/* longest sleep of a caller holding the lock */
+#define SPIN_POLL_EVERY	32		/* spin rounds between looks at sockets */
+#define MAX_EVENTS	64
+
+void comm_broadcast(struct hmc_comm *c)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->waiters)
+		pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+int progress_watch(struct hmc_comm *c, int fd, struct psrc *src)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = src };
+
+	if (epoll_ctl(c->progress.epfd, EPOLL_CTL_ADD, fd, &ev))
+		return -errno;
+	return 0;
+}
+
+void progress_unwatch(struct hmc_comm *c, int fd)
+{
+	epoll_ctl(c->progress.epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static void kick(struct progress *pr)
+{
+	uint64_t one = 1;
+
+	if (write(pr->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pr_debug("progress wake: %s", hmc_strerror(errno));
+}
+
+static void note_caller(struct progress *pr)
+{
+	__atomic_store_n(&pr->last_caller_ns, now_ns(), __ATOMIC_RELAXED);
+}
+
+void progress_lock(struct hmc_comm *c)
+{
+	struct progress *pr = &c->progress;
+
+	note_caller(pr);
+	if (!pthread_mutex_trylock(&pr->lock))
+		return;
+	if (__atomic_load_n(&pr->holder_sleeping, __ATOMIC_ACQUIRE))
+		kick(pr);
+	pthread_mutex_lock(&pr->lock);
+}
+
+void progress_unlock(struct hmc_comm *c)
+{
+	pthread_mutex_unlock(&c->progress.lock);
+	comm_broadcast(c);	/* a waiter may take over */
+}
+
+/* Transports only: the cheap part of a round, for spinning. */
+static int progress_xports(struct hmc_comm *c)
+{
+	int i, rc, n = 0;
+
+	for (i = 0; i < HMC_TRANSPORT_MAX; i++) {
+		struct xport_slot *x = &c->xports[i];
+
+		if (!__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE))
+			continue;
+		rc = x->ops->progress(x->ctx);
+		if (rc > 0)
+			n += rc;
+	}
+	return n;
+}
+
+static int arm_xports(struct hmc_comm *c)
+{
+	int i;
+
+	for (i = 0; i < HMC_TRANSPORT_MAX; i++) {
+		struct xport_slot *x = &c->xports[i];
+
+		if (__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) &&
+		    x->ops->arm(x->ctx) == -EBUSY)
+			return -EBUSY;
+	}
+	return 0;
+}
+
+static void drain_wake(struct progress *pr)
+{
+	uint64_t v;
+
+	while (read(pr->wakefd, &v, sizeof(v)) > 0)
+		;
+}
+
+int progress_once(struct hmc_comm *c, int timeout_ms)
+{
+	struct progress *pr = &c->progress;
+	struct epoll_event evs[MAX_EVENTS];
+	int64_t hs_deadline;
+	int i, nev, wait, n;
+
+	n = progress_xports(c);
+	n += ctrl_reap_failed(c);
+	hs_deadline = ctrl_expire_handshakes(c);
+
+	wait = n ? 0 : timeout_ms;
+	if (hs_deadline != DEADLINE_NEVER) {
+		int left = deadline_remaining_ms(hs_deadline);
+
+		if (wait < 0 || left < wait)
+			wait = left;
+	}
+	if (wait && arm_xports(c) == -EBUSY)
+		wait = 0;
+
+	/*
+	 * Only the progress thread sleeps without bound (timeout -1); callers
+	 * sleep at most SLICE_MS and are not worth waking.
+	 */
+	if (timeout_ms < 0 && wait)
+		__atomic_store_n(&pr->holder_sleeping, 1, __ATOMIC_RELEASE);
+	nev = epoll_wait(pr->epfd, evs, MAX_EVENTS, wait);
+	__atomic_store_n(&pr->holder_sleeping, 0, __ATOMIC_RELEASE);
+	if (nev < 0 && errno != EINTR)
+		pr_debug("epoll_wait: %s", hmc_strerror(errno));
+
+	for (i = 0; i < nev; i++) {
+		struct psrc *src = evs[i].data.ptr;
+
+		switch (src->kind) {
+		case PSRC_WAKE:
+			drain_wake(pr);
+			break;
+		case PSRC_LISTEN:
+			n += ctrl_accept(c, *(int *)src->ptr,
+					 src == &c->listen_src[1]);
+			break;
+		case PSRC_CONN:
+			n += ctrl_input(c, src->ptr);
+			break;
+		case PSRC_XPORT:
+			n += progress_xports(c);
+			break;
+		}
+	}
+	n += ctrl_reap_failed(c);
+	if (n)
+		comm_broadcast(c);
+	return n;
+}
+
+int comm_wait(struct hmc_comm *c, wait_cond_fn cond, void *arg,
+	      int64_t deadline, int64_t spin_ns)
+{
+	struct progress *pr = &c->progress;
+	int64_t spin_until = spin_ns ? now_ns() + spin_ns : 0;
+	unsigned int spins = 0;
+	struct timespec ts;
+	int64_t until;
+	bool done;
+
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		done = cond(c, arg);
+		pthread_mutex_unlock(&c->lock);
+		if (done)
+			return 0;
+		if (deadline_passed(deadline))
+			return -ETIMEDOUT;
+
+		note_caller(pr);
+		if (!pthread_mutex_trylock(&pr->lock)) {
+			if (spin_until && now_ns() < spin_until &&
+			    ++spins % SPIN_POLL_EVERY) {
+				if (progress_xports(c))
+					comm_broadcast(c);
+			} else {
+				int left = deadline_remaining_ms(deadline);
+
+				if (left < 0 || left > SLICE_MS)
+					left = SLICE_MS;
+				if (spin_until && now_ns() < spin_until)
+					left = 0;
+				progress_once(c, left);
+			}
+			pthread_mutex_unlock(&pr->lock);
+			continue;
+		}
+
+		/* Someone else drives progress: wake the thread, or wait for news. */
+		if (__atomic_load_n(&pr->holder_sleeping, __ATOMIC_ACQUIRE))
+			kick(pr);
+		until = now_ns() + (int64_t)SLICE_MS * 1000000;
+		if (deadline < until)
+			until = deadline;
+		ts.tv_sec = until / 1000000000;
+		ts.tv_nsec = until % 1000000000;
+		pthread_mutex_lock(&c->lock);
+		c->waiters++;
+		if (!cond(c, arg))
+			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+		c->waiters--;
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+static void *progress_thread(void *arg)
+{
+	struct hmc_comm *c = arg;
+	struct progress *pr = &c->progress;
+	struct timespec ts;
+	int64_t idle_until;
+
+	pthread_mutex_lock(&c->lock);
+	while (!pr->stop) {
+		idle_until = __atomic_load_n(&pr->last_caller_ns,
+					     __ATOMIC_RELAXED) + PARK_NS;
+		if (now_ns() < idle_until) {
+			ts.tv_sec = idle_until / 1000000000;
+			ts.tv_nsec = idle_until % 1000000000;
+			pthread_cond_timedwait(&pr->thread_cond, &c->lock, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!pthread_mutex_trylock(&pr->lock)) {
+			progress_once(c, -1);
+			pthread_mutex_unlock(&pr->lock);
+		} else {
+			note_caller(pr);	/* a caller holds it: park again */
+		}
+		pthread_mutex_lock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+int progress_init(struct hmc_comm *c)
+{
+	struct progress *pr = &c->progress;
+	pthread_condattr_t attr;
+	int rc;
+
+	pr->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (pr->epfd < 0)
+		return -errno;
+	pr->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (pr->wakefd < 0) {
+		rc = -errno;
+		goto err_ep;
+	}
+	pr->wake_src.kind = PSRC_WAKE;
+	rc = progress_watch(c, pr->wakefd, &pr->wake_src);
+	if (rc)
+		goto err_wake;
+	pthread_mutex_init(&pr->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&pr->thread_cond, &attr);
+	pthread_condattr_destroy(&attr);
+	return 0;
+err_wake:
+	close(pr->wakefd);
+err_ep:
+	close(pr->epfd);
+	return rc;
+}
+
+int progress_start_thread(struct hmc_comm *c)
+{
+	struct progress *pr = &c->progress;
+	int rc;
+
+	rc = pthread_create(&pr->thread, NULL, progress_thread, c);
+	if (rc)
+		return -rc;
+	pr->has_thread = true;
+	return 0;
+}
+
+void progress_fini(struct hmc_comm *c)
+{
+	struct progress *pr = &c->progress;
+
+	if (pr->has_thread) {
+		pthread_mutex_lock(&c->lock);
+		pr->stop = true;
+		pthread_cond_signal(&pr->thread_cond);
+		pthread_mutex_unlock(&c->lock);
+		kick(pr);
+		pthread_join(pr->thread, NULL);
+		pr->has_thread = false;
+	}
+	close(pr->wakefd);
+	close(pr->epfd);
+	pthread_mutex_destroy(&pr->lock);
+	pthread_cond_destroy(&pr->thread_cond);
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transport interface. The communicator core knows transports only through
+ * this table; transports never call each other.
+ *
+ * Contract:
+ *  - init() runs once per communicator, the first time a peer uses the
+ *    transport; it registers the communicator's buffer once for all peers;
+ *  - per peer: peer_create(), then peer_info() (our metadata, sent over the
+ *    control plane) and peer_connect() (the peer's); peer_destroy() ends it
+ *    and must hand back every request it still holds (req_complete with an
+ *    error when they cannot finish);
+ *  - post() starts a put, get or flush; when it returns 0 the transport owns
+ *    the request and calls req_complete() exactly once, possibly before
+ *    post() returns; on error it does not own it;
+ *  - progress() and arm() never block; errors of a peer found while
+ *    progressing are reported with comm_peer_error(), never by tearing the
+ *    peer down from inside the transport.
+ */
+#ifndef HMC_LIB_XPORT_H
+#define HMC_LIB_XPORT_H
+
+#include <stdint.h>
+
+#include <hmc/hmc.h>
+
+#include "req.h"
+
+struct hmc_comm;
+struct peer;
+
+struct xport_ops {
+	enum hmc_transport type;
+
+	int (*init)(struct hmc_comm *comm, void **ctx);
+	void (*fini)(void *ctx);
+
+	int (*peer_create)(void *ctx, struct peer *peer, void **xpeer);
+	int (*peer_info)(void *ctx, void *xpeer, uint8_t *blob, uint32_t cap,
+			 uint32_t *len);
+	int (*peer_connect)(void *ctx, void *xpeer, const uint8_t *blob,
+			    uint32_t len);
+	/* @graceful: finish what was posted first, until @deadline. */
+	void (*peer_destroy)(void *ctx, void *xpeer, bool graceful,
+			     int64_t deadline);
+
+	int (*post)(void *ctx, void *xpeer, struct req *r, enum req_op op,
+		    uint64_t local_off, uint64_t remote_off, uint64_t len);
+
+	/* Events handled (>= 0) or a negative errno. */
+	int (*progress)(void *ctx);
+	/* Before sleeping on event_fd(): 0, or -EBUSY if there is work. */
+	int (*arm)(void *ctx);
+	/* A file descriptor that becomes readable when there is work, or -1. */
+	int (*event_fd)(void *ctx);
+};
+
+extern const struct xport_ops xport_ucx_ops;
+
+#endif

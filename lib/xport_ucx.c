@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: MIT
+/*
+ * UCX transport: one UCP context and worker per communicator, the
+ * ConnBuffer mapped once, and per peer an endpoint created from the worker
+ * address the peer sent over the control plane (no second port), plus the
+ * peer's unpacked rkey.
+ *
+ * Endpoints ask for peer-failure handling so that a dead peer is an error,
+ * not a hang; where the transports cannot provide it (UCX 1.13's posix and
+ * sysv shared memory), the endpoint is created without it and the control
+ * connection, which sees the peer die, fails the peer instead.
+ *
+ * The worker runs in SERIALIZED mode under our own lock, taken for every
+ * UCX call. UCX's own messages go to our log (HMC_LOG=debug shows them),
+ * never straight to stderr.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucp/api/ucp.h>
+#include <ucs/debug/log_def.h>
+
+#include "comm.h"
+#include "log.h"
+
+#define UCX_PROGRESS_BATCH	64
+
+struct ucx_ctx {
+	struct hmc_comm *comm;
+	pthread_mutex_t lock;
+	ucp_context_h context;
+	ucp_worker_h worker;
+	ucp_mem_h memh;
+	void *rkey_buf;
+	size_t rkey_len;
+	ucp_address_t *addr;
+	size_t addr_len;
+	int efd;
+	uint8_t *base;
+};
+
+struct ucx_peer {
+	struct ucx_ctx *u;
+	struct peer *peer;
+	ucp_ep_h ep;
+	ucp_rkey_h rkey;
+	uint64_t remote_base;
+	bool peer_err_mode;	/* the endpoint reports peer failure */
+	bool closed;
+};
+
+/* Blob: be64 base, be32 address length, be32 rkey length, address, rkey. */
+#define UCX_BLOB_HDR	16
+
+static int ucx_errno(ucs_status_t st)
+{
+	switch (st) {
+	case UCS_OK:
+		return 0;
+	case UCS_ERR_NO_MEMORY:
+		return -ENOMEM;
+	case UCS_ERR_INVALID_PARAM:
+	case UCS_ERR_INVALID_ADDR:
+		return -EINVAL;
+	case UCS_ERR_NO_RESOURCE:
+	case UCS_ERR_BUSY:
+		return -EAGAIN;
+	case UCS_ERR_TIMED_OUT:
+		return -ETIMEDOUT;
+	case UCS_ERR_CANCELED:
+		return -ECANCELED;
+	case UCS_ERR_UNSUPPORTED:
+	case UCS_ERR_NOT_IMPLEMENTED:
+		return -EOPNOTSUPP;
+	case UCS_ERR_NO_DEVICE:
+		return -ENODEV;
+	case UCS_ERR_UNREACHABLE:
+		return -EHOSTUNREACH;
+	case UCS_ERR_NOT_CONNECTED:
+		return -ENOTCONN;
+	default:
+		if (st == UCS_ERR_CONNECTION_RESET ||
+		    UCS_IS_LINK_ERROR(st) || UCS_IS_ENDPOINT_ERROR(st))
+			return -ECONNRESET;
+		return -EIO;
+	}
+}
+
+static ucs_log_func_rc_t ucx_log(const char *file, unsigned int line,
+				 const char *function, ucs_log_level_t level,
+				 const ucs_log_component_config_t *conf,
+				 const char *message, va_list ap)
+{
+	char msg[256];
+
+	if (log_enabled(HMC_LOG_DEBUG)) {
+		vsnprintf(msg, sizeof(msg), message, ap);
+		pr_debug("ucx %s:%u: %s", file, line, msg);
+	}
+	return UCS_LOG_FUNC_RC_STOP;
+}
+
+static pthread_once_t ucx_log_once = PTHREAD_ONCE_INIT;
+
+static void ucx_log_install(void)
+{
+	ucs_log_push_handler(ucx_log);
+}
+
+/* A memory type UCX must support for the buffer, or HOST. */
+static ucs_memory_type_t buf_ucs_mem_type(struct hmc_buf *buf)
+{
+	switch (hmc_buf_mem_type(buf)) {
+	case HMC_MEM_CUDA:
+		return UCS_MEMORY_TYPE_CUDA;
+	case HMC_MEM_ROCM:
+		return UCS_MEMORY_TYPE_ROCM;
+	default:
+		return UCS_MEMORY_TYPE_HOST;
+	}
+}
+
+static int ucx_map_buffer(struct ucx_ctx *u, struct hmc_buf *buf)
+{
+	ucs_memory_type_t mt = buf_ucs_mem_type(buf);
+	ucp_context_attr_t attr = { .field_mask = UCP_ATTR_FIELD_MEMORY_TYPES };
+	ucp_mem_map_params_t mp = {
+		.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+			      UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+			      UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE,
+		.address = hmc_buf_ptr(buf),
+		.length = hmc_buf_size(buf),
+		.memory_type = mt,
+	};
+	ucs_status_t st;
+
+	if (mt != UCS_MEMORY_TYPE_HOST) {
+		st = ucp_context_query(u->context, &attr);
+		if (st != UCS_OK || !(attr.memory_types & UCS_BIT(mt))) {
+			pr_info("this UCX build cannot reach %s memory",
+				hmc_mem_type_name(hmc_buf_mem_type(buf)));
+			return -EOPNOTSUPP;
+		}
+	}
+	st = ucp_mem_map(u->context, &mp, &u->memh);
+	if (st != UCS_OK)
+		return ucx_errno(st);
+	st = ucp_rkey_pack(u->context, u->memh, &u->rkey_buf, &u->rkey_len);
+	if (st != UCS_OK) {
+		ucp_mem_unmap(u->context, u->memh);
+		return ucx_errno(st);
+	}
+	u->base = hmc_buf_ptr(buf);
+	return 0;
+}
+
+static void ucx_fini(void *ctx)
+{
+	struct ucx_ctx *u = ctx;
+
+	if (u->rkey_buf)
+		ucp_rkey_buffer_release(u->rkey_buf);
+	if (u->memh)
+		ucp_mem_unmap(u->context, u->memh);
+	if (u->addr)
+		ucp_worker_release_address(u->worker, u->addr);
+	if (u->worker)
+		ucp_worker_destroy(u->worker);
+	if (u->context)
+		ucp_cleanup(u->context);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}
+
+static int ucx_init(struct hmc_comm *comm, void **ctx)
+{
+	ucp_params_t params = {
+		.field_mask = UCP_PARAM_FIELD_FEATURES,
+		.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
+	};
+	ucp_worker_params_t wp = {
+		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+		.thread_mode = UCS_THREAD_MODE_SERIALIZED,
+	};
+	ucp_config_t *config;
+	struct ucx_ctx *u;
+	ucs_status_t st;
+	int rc;
+
+	pthread_once(&ucx_log_once, ucx_log_install);
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->comm = comm;
+	u->efd = -1;
+	pthread_mutex_init(&u->lock, NULL);
+
+	st = ucp_config_read(NULL, NULL, &config);
+	if (st != UCS_OK) {
+		rc = ucx_errno(st);
+		goto err;
+	}
+	st = ucp_init(&params, config, &u->context);
+	ucp_config_release(config);
+	if (st != UCS_OK) {
+		rc = ucx_errno(st);
+		goto err;
+	}
+	st = ucp_worker_create(u->context, &wp, &u->worker);
+	if (st == UCS_OK)
+		st = ucp_worker_get_address(u->worker, &u->addr, &u->addr_len);
+	if (st == UCS_OK)
+		st = ucp_worker_get_efd(u->worker, &u->efd);
+	if (st != UCS_OK) {
+		rc = ucx_errno(st);
+		goto err;
+	}
+	if (u->addr_len + UCX_BLOB_HDR > FRAME_XPORT_MAX_BLOB) {
+		rc = -EMSGSIZE;
+		goto err;
+	}
+	rc = ucx_map_buffer(u, comm->buf);
+	if (rc)
+		goto err;
+	*ctx = u;
+	return 0;
+err:
+	ucx_fini(u);
+	return rc;
+}
+
+static int ucx_peer_create(void *ctx, struct peer *peer, void **xpeer)
+{
+	struct ucx_peer *up = calloc(1, sizeof(*up));
+
+	if (!up)
+		return -ENOMEM;
+	up->u = ctx;
+	up->peer = peer;
+	*xpeer = up;
+	return 0;
+}
+
+static int ucx_peer_info(void *ctx, void *xpeer, uint8_t *blob, uint32_t cap,
+			 uint32_t *len)
+{
+	struct ucx_ctx *u = ctx;
+	size_t need = UCX_BLOB_HDR + u->addr_len + u->rkey_len;
+
+	if (need > cap)
+		return -EMSGSIZE;
+	put_be64(blob, (uint64_t)(uintptr_t)u->base);
+	put_be32(blob + 8, (uint32_t)u->addr_len);
+	put_be32(blob + 12, (uint32_t)u->rkey_len);
+	memcpy(blob + UCX_BLOB_HDR, u->addr, u->addr_len);
+	memcpy(blob + UCX_BLOB_HDR + u->addr_len, u->rkey_buf, u->rkey_len);
+	*len = (uint32_t)need;
+	return 0;
+}
+
+static void ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+	struct ucx_peer *up = arg;
+
+	pr_debug("ucx endpoint to rank %u failed: %s", up->peer->rank,
+		 ucs_status_string(status));
+	comm_peer_error(up->u->comm, up->peer, ucx_errno(status));
+}
+
+static ucs_status_t ep_create(struct ucx_peer *up, const ucp_address_t *addr,
+			      ucp_err_handling_mode_t mode)
+{
+	ucp_ep_params_t ep = {
+		.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+			      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+			      UCP_EP_PARAM_FIELD_ERR_HANDLER,
+		.address = addr,
+		.err_mode = mode,
+		.err_handler = { .cb = ucx_ep_error, .arg = up },
+	};
+
+	return ucp_ep_create(up->u->worker, &ep, &up->ep);
+}
+
+static int ucx_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
+			    uint32_t len)
+{
+	struct ucx_peer *up = xpeer;
+	struct ucx_ctx *u = ctx;
+	uint32_t alen, rlen;
+	ucs_status_t st;
+	int rc = 0;
+
+	if (len < UCX_BLOB_HDR)
+		return -EPROTO;
+	alen = get_be32(blob + 8);
+	rlen = get_be32(blob + 12);
+	if ((uint64_t)alen + rlen != len - UCX_BLOB_HDR || !alen || !rlen)
+		return -EPROTO;
+	up->remote_base = get_be64(blob);
+
+	pthread_mutex_lock(&u->lock);
+	st = ep_create(up, (const ucp_address_t *)(blob + UCX_BLOB_HDR),
+		       UCP_ERR_HANDLING_MODE_PEER);
+	up->peer_err_mode = st == UCS_OK;
+	if (st == UCS_ERR_UNREACHABLE || st == UCS_ERR_UNSUPPORTED) {
+		pr_debug("ucx: no peer-failure handling to rank %u; the control connection watches it",
+			 up->peer->rank);
+		st = ep_create(up, (const ucp_address_t *)(blob + UCX_BLOB_HDR),
+			       UCP_ERR_HANDLING_MODE_NONE);
+	}
+	if (st != UCS_OK) {
+		up->ep = NULL;
+		rc = ucx_errno(st);
+		goto out;
+	}
+	st = ucp_ep_rkey_unpack(up->ep, blob + UCX_BLOB_HDR + alen, &up->rkey);
+	if (st != UCS_OK) {
+		rc = st == UCS_ERR_INVALID_PARAM ? -EPROTO : ucx_errno(st);
+		up->rkey = NULL;
+	}
+out:
+	pthread_mutex_unlock(&u->lock);
+	return rc;
+}
+
+/* Progress until @req completes or @deadline passes; lock held. */
+static void wait_request(struct ucx_ctx *u, void *req, int64_t deadline)
+{
+	if (!UCS_PTR_IS_PTR(req))
+		return;
+	while (ucp_request_check_status(req) == UCS_INPROGRESS &&
+	       !deadline_passed(deadline))
+		ucp_worker_progress(u->worker);
+	ucp_request_free(req);	/* completes internally if still going */
+}
+
+static void ucx_peer_destroy(void *ctx, void *xpeer, bool graceful,
+			     int64_t deadline)
+{
+	struct ucx_peer *up = xpeer;
+	struct ucx_ctx *u = ctx;
+	ucp_request_param_t param = { .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS };
+	void *req;
+
+	pthread_mutex_lock(&u->lock);
+	up->closed = true;
+	if (up->rkey)
+		ucp_rkey_destroy(up->rkey);
+	if (up->ep) {
+		/*
+		 * A forced close completes what is in flight with an error; it is
+		 * only allowed on endpoints with peer-failure handling.
+		 */
+		if (!graceful && up->peer_err_mode)
+			param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+		req = ucp_ep_close_nbx(up->ep, &param);
+		wait_request(u, req, deadline);
+	}
+	pthread_mutex_unlock(&u->lock);
+	free(up);
+}
+
+static void ucx_done(void *request, ucs_status_t status, void *user_data)
+{
+	req_complete(user_data, ucx_errno(status));
+	ucp_request_free(request);
+}
+
+static int ucx_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
+		    uint64_t local_off, uint64_t remote_off, uint64_t len)
+{
+	struct ucx_peer *up = xpeer;
+	struct ucx_ctx *u = ctx;
+	ucp_request_param_t param = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA,
+		.cb.send = ucx_done,
+		.user_data = r,
+	};
+	void *s;
+	int rc = 0;
+
+	pthread_mutex_lock(&u->lock);
+	if (up->closed || !up->ep) {
+		rc = -ENOTCONN;
+		goto out;
+	}
+	switch (op) {
+	case REQ_PUT:
+		s = ucp_put_nbx(up->ep, u->base + local_off, len,
+				up->remote_base + remote_off, up->rkey, &param);
+		break;
+	case REQ_GET:
+		s = ucp_get_nbx(up->ep, u->base + local_off, len,
+				up->remote_base + remote_off, up->rkey, &param);
+		break;
+	default:
+		s = ucp_ep_flush_nbx(up->ep, &param);
+		break;
+	}
+	if (s == NULL)
+		req_complete(r, 0);
+	else if (UCS_PTR_IS_ERR(s))
+		rc = ucx_errno(UCS_PTR_STATUS(s));
+out:
+	pthread_mutex_unlock(&u->lock);
+	return rc;
+}
+
+static int ucx_progress(void *ctx)
+{
+	struct ucx_ctx *u = ctx;
+	int n = 0;
+
+	pthread_mutex_lock(&u->lock);
+	while (n < UCX_PROGRESS_BATCH && ucp_worker_progress(u->worker))
+		n++;
+	pthread_mutex_unlock(&u->lock);
+	return n;
+}
+
+static int ucx_arm(void *ctx)
+{
+	struct ucx_ctx *u = ctx;
+	ucs_status_t st;
+
+	pthread_mutex_lock(&u->lock);
+	st = ucp_worker_arm(u->worker);
+	pthread_mutex_unlock(&u->lock);
+	return st == UCS_OK ? 0 : -EBUSY;
+}
+
+static int ucx_event_fd(void *ctx)
+{
+	return ((struct ucx_ctx *)ctx)->efd;
+}
+
+const struct xport_ops xport_ucx_ops = {
+	.type = HMC_TRANSPORT_UCX,
+	.init = ucx_init,
+	.fini = ucx_fini,
+	.peer_create = ucx_peer_create,
+	.peer_info = ucx_peer_info,
+	.peer_connect = ucx_peer_connect,
+	.peer_destroy = ucx_peer_destroy,
+	.post = ucx_post,
+	.progress = ucx_progress,
+	.arm = ucx_arm,
+	.event_fd = ucx_event_fd,
+};
