@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hmc.ko: /dev/hmc, a misc device with a dynamic minor. Each open file is a
+ * context that belongs to the opening process; closing the file (or the
+ * process dying) releases everything it holds.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/build_bug.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+
+#include "hmc.h"
+
+static int hmc_open(struct inode *inode, struct file *file)
+{
+	struct hmc_ctx *ctx;
+
+	/* A kernel thread has no mm to charge. */
+	if (!current->mm)
+		return -EINVAL;
+	ctx = hmc_ctx_create();
+	if (!ctx)
+		return -ENOMEM;
+	file->private_data = ctx;
+	return 0;
+}
+
+static int hmc_release(struct inode *inode, struct file *file)
+{
+	hmc_ctx_release(file->private_data);
+	return 0;
+}
+
+static const struct file_operations hmc_fops = {
+	.owner		= THIS_MODULE,
+	.open		= hmc_open,
+	.release	= hmc_release,
+	.unlocked_ioctl	= hmc_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.mmap		= hmc_mmap,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice hmc_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= HMC_DEVICE_NAME,
+	.fops	= &hmc_fops,
+};
+
+/* The uapi layout is frozen: any change here is an ABI break. */
+static void __init hmc_check_abi(void)
+{
+	BUILD_BUG_ON(sizeof(struct hmc_version) != 48);
+	BUILD_BUG_ON(sizeof(struct hmc_buf_alloc) != 48);
+	BUILD_BUG_ON(sizeof(struct hmc_buf_pin) != 40);
+	BUILD_BUG_ON(sizeof(struct hmc_buf_free) != 8);
+	BUILD_BUG_ON(sizeof(struct hmc_buf_info) != 48);
+	BUILD_BUG_ON(sizeof(struct hmc_stats) != 32);
+	BUILD_BUG_ON(HMC_STAT_COUNT != 8);
+	BUILD_BUG_ON(HMC_MMAP_SHIFT <= PAGE_SHIFT);
+}
+
+static int __init hmc_init(void)
+{
+	int ret;
+
+	hmc_check_abi();
+	ret = misc_register(&hmc_misc);
+	if (ret) {
+		pr_err("cannot register /dev/%s: %d\n", HMC_DEVICE_NAME, ret);
+		return ret;
+	}
+	pr_debug("loaded, ABI %d.%d\n", HMC_ABI_MAJOR, HMC_ABI_MINOR);
+	return 0;
+}
+
+static void __exit hmc_exit(void)
+{
+	misc_deregister(&hmc_misc);
+	hmc_stats_check_idle();
+}
+
+module_init(hmc_init);
+module_exit(hmc_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("HMC: pinned ConnBuffers and user-memory pinning for RDMA");
+MODULE_VERSION(HMC_VERSION);
