@@ -1,0 +1,52 @@
+# The QEMU test guest (tests/vm/run) and DKMS registration of hmc.ko.
+#
+# vm-test boots Debian's $(KVER) under TCG and runs tests/vm/suites; vm-bench
+# runs tests/vm/bench. Fragments included before this one add the programs
+# their guest suites need to VM_TEST_PROGS; VM_RUN_FLAGS passes options to
+# tests/vm/run (e.g. VM_RUN_FLAGS='--suites 90-*').
+
+VM_TEST_PROGS	+= $(O)/tests/vm/hmc_version
+VM_RUN_FLAGS	?=
+VM_RUN		:= KVER=$(KVER) HMC_BUILD=$(abspath $(O)) tests/vm/run
+
+$(O)/tests/vm/hmc_version: tests/vm/hmc_version.c uapi/linux/hmc.h
+	@mkdir -p $(@D)
+	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $< -o $@
+
+.PHONY: vm-bench
+vm-test: kmod dkms-install $(VM_TEST_PROGS)
+	$(VM_RUN) $(VM_RUN_FLAGS)
+
+vm-bench: kmod $(VM_TEST_PROGS)
+	$(VM_RUN) --bench $(VM_RUN_FLAGS)
+
+# The guest stage comes last, after every host test and benchmark: these
+# recipes run only once all other prerequisites of _test/_bench are done.
+_test:
+	@$(MAKE) --no-print-directory vm-test
+_bench:
+	@$(MAKE) --no-print-directory vm-bench
+
+# DKMS: /usr/src/hmc-$(VERSION) holds the module sources only (Kbuild reads
+# VERSION from the top Makefile). Installing into /lib/modules/$(KVER) of
+# this host is how the guest, which shares the host's root, sees it.
+DKMS_SRC	:= /usr/src/hmc-$(VERSION)
+DKMS_FILES	:= Kbuild Makefile dkms.conf $(wildcard kmod/*.[ch]) \
+		   uapi/linux/hmc.h
+SUDO		:= $(if $(filter 0,$(shell id -u)),,sudo)
+
+dkms-install: dkms-uninstall
+	@grep -qx 'PACKAGE_VERSION="$(VERSION)"' dkms.conf || \
+		{ echo "dkms.conf: PACKAGE_VERSION is not $(VERSION)" >&2; exit 1; }
+	$(SUDO) install -d $(DKMS_SRC)
+	$(SUDO) cp --parents $(DKMS_FILES) $(DKMS_SRC)/
+	$(SUDO) dkms add hmc/$(VERSION)
+	$(SUDO) dkms build -k $(KVER) hmc/$(VERSION)
+	$(SUDO) dkms install -k $(KVER) hmc/$(VERSION)
+
+dkms-uninstall:
+	@if [ -n "$$(dkms status hmc/$(VERSION))" ]; then \
+		echo "$(SUDO) dkms remove hmc/$(VERSION) --all"; \
+		$(SUDO) dkms remove hmc/$(VERSION) --all; \
+	fi
+	$(SUDO) rm -rf $(DKMS_SRC)
