@@ -382,6 +382,7 @@ static int hs_welcome(struct hmc_comm *c, struct conn *cn)
 		       deadline_after_ms(c->connect_timeout_ms));
 	if (rc)
 		ctrl_teardown(c, p, rc, true, false);
+	peer_put(p);	/* the table holds it now */
 	return 0;
 }
 
