@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory backends. hmc_mem_*() (mem.c) validate their arguments and
+ * dispatch to a backend; each GPU backend dlopens its runtime on first use
+ * (pthread_once) and reports -ENODEV if it is missing or has no devices.
+ * Backend calls get a device already checked against device_count().
+ */
+#ifndef HMC_LIB_MEM_H
+#define HMC_LIB_MEM_H
+
+#include <hmc/hmc.h>
+
+struct mem_backend {
+	const char *name;
+	/* Devices of this runtime, or -ENODEV if the runtime is missing. */
+	int (*device_count)(void);
+	int (*alloc)(int device, size_t size, void **ptr);
+	int (*free)(int device, void *ptr);
+	/* Synchronous: the data is in place when it returns. */
+	int (*copy)(int device, void *dst, const void *src, size_t len,
+		    enum hmc_copy_kind kind);
+	/* Device that owns the device memory at @ptr, -EINVAL if none does. */
+	int (*ptr_device)(const void *ptr);
+};
+
+extern const struct mem_backend mem_cuda;
+extern const struct mem_backend mem_rocm;
+
+/* A runtime symbol and where its address goes. */
+struct mem_sym {
+	const char *name;
+	void **slot;
+};
+
+/*
+ * dlopen the first of the NULL-terminated @libs that loads and resolve all
+ * @syms in it; false (and a pr_debug saying why) if none has them all. A
+ * loaded runtime stays loaded for the life of the process.
+ */
+bool mem_dlopen(const char *runtime, const char *const *libs,
+		const struct mem_sym *syms, size_t nr_syms);
+
+/*
+ * Errno for a CUDA driver or HIP runtime error code (HIP numbers its
+ * errors like CUDA does); @what and the runtime's text go to pr_debug.
+ */
+int mem_gpu_errno(const char *runtime, const char *what, int code,
+		  const char *text);
+
+/* The device of @type that owns @ptr (GPU types only), or -errno. */
+int mem_ptr_device(enum hmc_mem_type type, const void *ptr);
+
+#endif
