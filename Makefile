@@ -56,6 +56,7 @@ include lib/lib.mk
 -include tools/tools.mk
 -include examples/examples.mk
 include tests/unit/unit.mk
+-include tests/gpu/gpu.mk
 -include tests/integration/integration.mk
 -include tests/kmod/kmod-tests.mk
 -include tests/vm/vm.mk

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A mock HIP runtime (libamdhip64.so) with the calls libhmc uses. Copies
+ * whose pointers do not match their hipMemcpyKind (the reference's bug)
+ * are violations; host memory is reported the way ROCm 6 does, as a
+ * success with no device pointer. See mock_dev.h.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "mock_dev.h"
+
+typedef int hipError_t;
+
+#define hipSuccess			0
+#define hipErrorInvalidValue		1
+#define hipErrorOutOfMemory		2
+#define hipErrorInvalidMemcpyDirection	21
+#define hipErrorInvalidDevice		101
+
+enum {
+	hipMemcpyHostToHost,
+	hipMemcpyHostToDevice,
+	hipMemcpyDeviceToHost,
+	hipMemcpyDeviceToDevice,
+};
+
+struct hip_pointer_attr {
+	int type;			/* ROCm 6: 0 unregistered, 2 device */
+	int device;
+	void *device_pointer;
+	void *host_pointer;
+	unsigned int allocation_flags;
+};
+
+static __thread int current;
+
+MOCK_EXPORT hipError_t hipGetDeviceCount(int *count)
+{
+	*count = mock_nr_devices();
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipGetDevice(int *device)
+{
+	*device = current;
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipSetDevice(int device)
+{
+	if (device < 0 || device >= mock_nr_devices())
+		return hipErrorInvalidDevice;
+	current = device;
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipMalloc(void **ptr, size_t size)
+{
+	if (!size)
+		return hipErrorInvalidValue;
+	*ptr = mock_alloc(current, size);
+	return *ptr ? hipSuccess : hipErrorOutOfMemory;
+}
+
+MOCK_EXPORT hipError_t hipFree(void *ptr)
+{
+	if (mock_free(ptr) < 0) {
+		mock_violation("hipFree of %p, not an allocation", ptr);
+		return hipErrorInvalidValue;
+	}
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t len,
+				 int kind)
+{
+	bool dst_dev = mock_where(dst, len) >= 0;
+	bool src_dev = mock_where(src, len) >= 0;
+	bool ok;
+
+	switch (kind) {
+	case hipMemcpyHostToDevice:
+		ok = dst_dev && !src_dev;
+		break;
+	case hipMemcpyDeviceToHost:
+		ok = !dst_dev && src_dev;
+		break;
+	case hipMemcpyDeviceToDevice:
+		ok = dst_dev && src_dev;
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	if (!ok) {
+		mock_violation("hipMemcpy kind %d does not match its pointers",
+			       kind);
+		return hipErrorInvalidMemcpyDirection;
+	}
+	if (kind == hipMemcpyDeviceToHost) {
+		mock_sync(current);
+		memcpy(dst, src, len);
+	} else {
+		mock_copy_later(current, dst, src, len);
+	}
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipStreamSynchronize(void *stream)
+{
+	if (stream)
+		return hipErrorInvalidValue;
+	mock_sync(current);
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipPointerGetAttributes(struct hip_pointer_attr *attr,
+					       const void *ptr)
+{
+	int where = mock_where(ptr, 1);
+
+	memset(attr, 0, sizeof(*attr));
+	if (where >= 0) {
+		attr->type = 2;
+		attr->device = where;
+		attr->device_pointer = (void *)ptr;
+	}
+	return hipSuccess;
+}
+
+MOCK_EXPORT const char *hipGetErrorString(hipError_t err)
+{
+	return "mock error";
+}
+
+MOCK_EXPORT void mock_app_device_enter(int dev)
+{
+	current = dev;
+}
+
+MOCK_EXPORT void mock_app_device_leave(int dev)
+{
+	current = 0;
+}
+
+MOCK_EXPORT int mock_current_device(void)
+{
+	return current;
+}
+
+MOCK_EXPORT int mock_report(char *msg, size_t len)
+{
+	return mock_dev_report(msg, len);
+}
