@@ -59,6 +59,7 @@ include tests/unit/unit.mk
 -include tests/gpu/gpu.mk
 -include tests/integration/integration.mk
 -include tests/kmod/kmod-tests.mk
+-include tests/buf-kmod/buf-kmod.mk
 -include tests/vm/vm.mk
 
 clean: kmod-clean
