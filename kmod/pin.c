@@ -92,7 +92,7 @@ static int hmc_pin_pages(struct hmc_buf *buf, unsigned long start)
 		buf->nr_held += ret;
 		for (; first < buf->nr_held; first++) {
 			if (!hmc_page_pinnable(buf->pages[first])) {
-				pr_debug("range changed to a file mapping while pinning\n");
+				pr_debug("pinned range became a file mapping\n");
 				return -EINVAL;
 			}
 		}
