@@ -3,7 +3,7 @@
 # vm-test boots Debian's $(KVER) under TCG and runs tests/vm/suites; vm-bench
 # runs tests/vm/bench. Fragments included before this one add the programs
 # their guest suites need to VM_TEST_PROGS; VM_RUN_FLAGS passes options to
-# tests/vm/run (e.g. VM_RUN_FLAGS='--suites 90-*').
+# tests/vm/run (e.g. VM_RUN_FLAGS="--suites '90-*'").
 
 VM_TEST_PROGS	+= $(O)/tests/vm/hmc_version
 VM_RUN_FLAGS	?=
@@ -35,18 +35,32 @@ DKMS_FILES	:= Kbuild Makefile dkms.conf $(wildcard kmod/*.[ch]) \
 		   uapi/linux/hmc.h
 SUDO		:= $(if $(filter 0,$(shell id -u)),,sudo)
 
-dkms-install: dkms-uninstall
-	@grep -qx 'PACKAGE_VERSION="$(VERSION)"' dkms.conf || \
-		{ echo "dkms.conf: PACKAGE_VERSION is not $(VERSION)" >&2; exit 1; }
+# `dkms remove` reads the registration's dkms.conf from DKMS_SRC, so the
+# sources of this tree (same version) go there first, in case the old
+# ones were deleted. Any output of `dkms status`, an error included,
+# means that this version is registered.
+define dkms_copy_sources
+	$(SUDO) rm -rf $(DKMS_SRC)
 	$(SUDO) install -d $(DKMS_SRC)
 	$(SUDO) cp --parents $(DKMS_FILES) $(DKMS_SRC)/
+endef
+define dkms_remove
+	@if [ -n "$$(dkms status hmc/$(VERSION) 2>&1)" ]; then \
+		echo "$(SUDO) dkms remove hmc/$(VERSION) --all"; \
+		$(SUDO) dkms remove hmc/$(VERSION) --all; \
+	fi
+endef
+
+dkms-install:
+	@grep -qx 'PACKAGE_VERSION="$(VERSION)"' dkms.conf || \
+		{ echo "dkms.conf: PACKAGE_VERSION is not $(VERSION)" >&2; exit 1; }
+	$(dkms_copy_sources)
+	$(dkms_remove)
 	$(SUDO) dkms add hmc/$(VERSION)
 	$(SUDO) dkms build -k $(KVER) hmc/$(VERSION)
 	$(SUDO) dkms install -k $(KVER) hmc/$(VERSION)
 
 dkms-uninstall:
-	@if [ -n "$$(dkms status hmc/$(VERSION))" ]; then \
-		echo "$(SUDO) dkms remove hmc/$(VERSION) --all"; \
-		$(SUDO) dkms remove hmc/$(VERSION) --all; \
-	fi
+	$(dkms_copy_sources)
+	$(dkms_remove)
 	$(SUDO) rm -rf $(DKMS_SRC)
