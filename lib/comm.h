@@ -105,7 +105,8 @@ struct progress {
 	int epfd;
 	int wakefd;
 	struct psrc wake_src;
-	int holder_sleeping;		/* atomic: the holder is in epoll_wait */
+	int thread_active;		/* atomic: the thread may hold the lock */
+	int callers_waiting;		/* atomic: callers blocked on the lock */
 	int64_t last_caller_ns;		/* atomic: last progress by a caller */
 	pthread_t thread;
 	bool has_thread;

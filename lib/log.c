@@ -114,6 +114,8 @@ const char *hmc_strerror(int err)
 		return "control protocol error";
 	case EACCES:
 		return "peer not authenticated";
+	case ESRCH:
+		return "no such rank at that address";
 	}
 	s = strerrordesc_np(err);
 	return s ? s : "unknown error";

@@ -6,8 +6,14 @@
  * when no caller has done so for PARK_NS, the progress thread takes over,
  * sleeping in epoll_wait, so that accepts, handshakes and passive-target
  * transport work (UCX emulates RMA with active messages on some transports)
- * happen while the application computes. A caller that finds the thread
- * asleep with the lock kicks it through an eventfd and takes over.
+ * happen while the application computes.
+ *
+ * A caller that needs the lock while the thread may hold it counts itself
+ * in callers_waiting and kicks the thread through an eventfd. The thread
+ * announces itself (thread_active) before it tries the lock and checks the
+ * counter before it sleeps, both sequentially consistent, so one of the two
+ * always sees the other: the thread yields instead of sleeping, or wakes on
+ * the kick; it takes the lock back only when nobody waits for it.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -53,6 +59,13 @@ static void kick(struct progress *pr)
 		pr_debug("progress wake: %s", hmc_strerror(errno));
 }
 
+/* After failing to take the lock: wake the thread if it may hold it. */
+static void kick_thread(struct progress *pr)
+{
+	if (__atomic_load_n(&pr->thread_active, __ATOMIC_SEQ_CST))
+		kick(pr);
+}
+
 static void note_caller(struct progress *pr)
 {
 	__atomic_store_n(&pr->last_caller_ns, now_ns(), __ATOMIC_RELAXED);
@@ -65,9 +78,10 @@ void progress_lock(struct hmc_comm *c)
 	note_caller(pr);
 	if (!pthread_mutex_trylock(&pr->lock))
 		return;
-	if (__atomic_load_n(&pr->holder_sleeping, __ATOMIC_ACQUIRE))
-		kick(pr);
+	__atomic_add_fetch(&pr->callers_waiting, 1, __ATOMIC_SEQ_CST);
+	kick_thread(pr);
 	pthread_mutex_lock(&pr->lock);
+	__atomic_sub_fetch(&pr->callers_waiting, 1, __ATOMIC_SEQ_CST);
 }
 
 void progress_unlock(struct hmc_comm *c)
@@ -135,15 +149,11 @@ int progress_once(struct hmc_comm *c, int timeout_ms)
 	}
 	if (wait && arm_xports(c) == -EBUSY)
 		wait = 0;
+	/* The thread (timeout -1) never sleeps on a caller that wants the lock. */
+	if (wait < 0 && __atomic_load_n(&pr->callers_waiting, __ATOMIC_SEQ_CST))
+		wait = 0;
 
-	/*
-	 * Only the progress thread sleeps without bound (timeout -1); callers
-	 * sleep at most SLICE_MS and are not worth waking.
-	 */
-	if (timeout_ms < 0 && wait)
-		__atomic_store_n(&pr->holder_sleeping, 1, __ATOMIC_RELEASE);
 	nev = epoll_wait(pr->epfd, evs, MAX_EVENTS, wait);
-	__atomic_store_n(&pr->holder_sleeping, 0, __ATOMIC_RELEASE);
 	if (nev < 0 && errno != EINTR)
 		pr_debug("epoll_wait: %s", hmc_strerror(errno));
 
@@ -210,9 +220,16 @@ int comm_wait(struct hmc_comm *c, wait_cond_fn cond, void *arg,
 			continue;
 		}
 
-		/* Someone else drives progress: wake the thread, or wait for news. */
-		if (__atomic_load_n(&pr->holder_sleeping, __ATOMIC_ACQUIRE))
-			kick(pr);
+		/*
+		 * The thread may be asleep with the lock: take over from it.
+		 * Otherwise another caller drives progress: wait for its news.
+		 */
+		if (__atomic_load_n(&pr->thread_active, __ATOMIC_SEQ_CST)) {
+			progress_lock(c);
+			progress_once(c, 0);
+			pthread_mutex_unlock(&pr->lock);
+			continue;
+		}
 		until = now_ns() + (int64_t)SLICE_MS * 1000000;
 		if (deadline < until)
 			until = deadline;
@@ -238,19 +255,23 @@ static void *progress_thread(void *arg)
 	while (!pr->stop) {
 		idle_until = __atomic_load_n(&pr->last_caller_ns,
 					     __ATOMIC_RELAXED) + PARK_NS;
-		if (now_ns() < idle_until) {
+		if (__atomic_load_n(&pr->callers_waiting, __ATOMIC_SEQ_CST) ||
+		    now_ns() < idle_until) {
+			if (idle_until < now_ns() + PARK_NS / 5)
+				idle_until = now_ns() + PARK_NS / 5;
 			ts.tv_sec = idle_until / 1000000000;
 			ts.tv_nsec = idle_until % 1000000000;
 			pthread_cond_timedwait(&pr->thread_cond, &c->lock, &ts);
 			continue;
 		}
 		pthread_mutex_unlock(&c->lock);
-		if (!pthread_mutex_trylock(&pr->lock)) {
+		__atomic_store_n(&pr->thread_active, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&pr->callers_waiting, __ATOMIC_SEQ_CST) &&
+		    !pthread_mutex_trylock(&pr->lock)) {
 			progress_once(c, -1);
 			pthread_mutex_unlock(&pr->lock);
-		} else {
-			note_caller(pr);	/* a caller holds it: park again */
 		}
+		__atomic_store_n(&pr->thread_active, 0, __ATOMIC_SEQ_CST);
 		pthread_mutex_lock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
