@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "comm.h"
 #include "log.h"
 #include "opts.h"
@@ -487,12 +488,12 @@ static int post(struct hmc_comm *c, uint32_t rank, enum req_op op,
 
 	if (!c || !id)
 		return -EINVAL;
-	if (op != REQ_FLUSH && !range_ok(local_off, len, hmc_buf_size(c->buf)))
+	if (op != REQ_FLUSH && range_check(hmc_buf_size(c->buf), local_off, len))
 		return -ERANGE;
 	rc = peer_connected(c, rank, &p);
 	if (rc)
 		return rc;
-	if (op != REQ_FLUSH && !range_ok(remote_off, len, p->buf_size)) {
+	if (op != REQ_FLUSH && range_check(p->buf_size, remote_off, len)) {
 		rc = -ERANGE;
 		goto out;
 	}

@@ -94,10 +94,4 @@ static inline uint16_t get_be16(const uint8_t *p) { uint16_t v; __builtin_memcpy
 static inline uint32_t get_be32(const uint8_t *p) { uint32_t v; __builtin_memcpy(&v, p, 4); return be32toh(v); }
 static inline uint64_t get_be64(const uint8_t *p) { uint64_t v; __builtin_memcpy(&v, p, 8); return be64toh(v); }
 
-/* Whether [off, off + len) lies within a region of @size bytes. */
-static inline bool range_ok(uint64_t off, uint64_t len, uint64_t size)
-{
-	return off <= size && len <= size - off;
-}
-
 #endif
