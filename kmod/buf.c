@@ -141,8 +141,8 @@ static int hmc_buf_fill_kernel(struct hmc_buf *buf, int nid)
 			      ilog2(buf->nr_pages - buf->nr_held));
 		page = hmc_alloc_block(nid, &order);
 		if (!page) {
-			pr_debug("out of memory after %lu of %lu pages\n",
-				 buf->nr_held, buf->nr_pages);
+			pr_debug_ratelimited("no memory at page %lu of %lu\n",
+					     buf->nr_held, buf->nr_pages);
 			return -ENOMEM;
 		}
 		if (order)

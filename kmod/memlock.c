@@ -21,8 +21,8 @@ int hmc_memlock_charge(struct hmc_ctx *ctx, unsigned long nr_pages)
 	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
 		atomic64_sub(nr_pages, &ctx->mm->pinned_vm);
 		hmc_stat_add(ctx, HMC_STAT_MEMLOCK_REFUSED, 1);
-		pr_debug("%lu pages over RLIMIT_MEMLOCK (%lu pages)\n",
-			 nr_pages, limit);
+		pr_debug_ratelimited("%lu pages over RLIMIT_MEMLOCK (%lu)\n",
+				     nr_pages, limit);
 		return -ENOMEM;
 	}
 	return 0;

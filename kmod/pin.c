@@ -64,12 +64,17 @@ static int hmc_pin_check_vmas(unsigned long start, unsigned long end)
 }
 
 /* Anonymous (or the shared zero page of untouched memory) or shmem. */
-static bool hmc_page_pinnable(struct page *page)
+static bool hmc_pages_pinnable(struct page **pages, unsigned long n)
 {
-	struct folio *folio = page_folio(page);
+	struct folio *folio;
 
-	return folio_test_anon(folio) || folio_test_swapbacked(folio) ||
-	       is_zero_pfn(page_to_pfn(page));
+	while (n--) {
+		folio = page_folio(pages[n]);
+		if (!folio_test_anon(folio) && !folio_test_swapbacked(folio) &&
+		    !is_zero_pfn(page_to_pfn(pages[n])))
+			return false;
+	}
+	return true;
 }
 
 static int hmc_pin_pages(struct hmc_buf *buf, unsigned long start)
@@ -90,11 +95,9 @@ static int hmc_pin_pages(struct hmc_buf *buf, unsigned long start)
 		if (ret <= 0)
 			return ret ? ret : -EFAULT;
 		buf->nr_held += ret;
-		for (; first < buf->nr_held; first++) {
-			if (!hmc_page_pinnable(buf->pages[first])) {
-				pr_debug("pinned range became a file mapping\n");
-				return -EINVAL;
-			}
+		if (!hmc_pages_pinnable(buf->pages + first, ret)) {
+			pr_debug_ratelimited("range remapped while pinning\n");
+			return -EINVAL;
 		}
 		cond_resched();
 	}
