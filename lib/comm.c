@@ -125,6 +125,17 @@ void comm_peer_error(struct hmc_comm *c, struct peer *p, int err)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void comm_deliver_tag(struct hmc_comm *c, struct peer *p, uint64_t tag)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	rc = ctrl_push_tag(p, tag);
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		comm_peer_error(c, p, rc);
+}
+
 int comm_xport(struct hmc_comm *c, enum hmc_transport type,
 	       struct xport_slot **slotp)
 {
@@ -479,11 +490,14 @@ int64_t hmc_comm_peer_buf_size(struct hmc_comm *c, uint32_t rank)
 
 /* ----------------------------------------------------------- transfers */
 
+/* A put, get or flush (or a put_signal when @signal). */
 static int post(struct hmc_comm *c, uint32_t rank, enum req_op op,
-		size_t local_off, size_t remote_off, size_t len, hmc_req_t *id)
+		size_t local_off, size_t remote_off, size_t len,
+		const uint64_t *signal, hmc_req_t *id)
 {
 	struct peer *p;
 	struct req *r;
+	void *ctx;
 	int rc;
 
 	if (!c || !id)
@@ -502,12 +516,17 @@ static int post(struct hmc_comm *c, uint32_t rank, enum req_op op,
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (op != REQ_FLUSH && len == 0) {
+	if (op != REQ_FLUSH && len == 0 && !signal) {
 		req_complete(r, 0);
 		goto out;
 	}
-	rc = p->xops->post(c->xports[p->xops->type].ctx, p->xpeer, r, op,
-			   local_off, remote_off, len);
+	ctx = c->xports[p->xops->type].ctx;
+	if (signal)
+		rc = p->xops->put_signal(ctx, p->xpeer, r, local_off,
+					 remote_off, len, *signal);
+	else
+		rc = p->xops->post(ctx, p->xpeer, r, op, local_off, remote_off,
+				   len);
 	if (rc)
 		req_free_unposted(&c->reqs, r);
 out:
@@ -518,13 +537,13 @@ out:
 int hmc_comm_put_nb(struct hmc_comm *c, uint32_t peer, size_t local_off,
 		    size_t remote_off, size_t len, hmc_req_t *req)
 {
-	return post(c, peer, REQ_PUT, local_off, remote_off, len, req);
+	return post(c, peer, REQ_PUT, local_off, remote_off, len, NULL, req);
 }
 
 int hmc_comm_get_nb(struct hmc_comm *c, uint32_t peer, size_t local_off,
 		    size_t remote_off, size_t len, hmc_req_t *req)
 {
-	return post(c, peer, REQ_GET, local_off, remote_off, len, req);
+	return post(c, peer, REQ_GET, local_off, remote_off, len, NULL, req);
 }
 
 static bool req_done_cond(struct hmc_comm *c, void *arg)
@@ -601,15 +620,15 @@ int hmc_comm_wait_all(struct hmc_comm *c, const hmc_req_t *reqs, size_t n,
 	return first ? first : rc;
 }
 
-/* Post and wait up to the op timeout; a timed-out request is abandoned. */
+/* Post and wait until @deadline; a timed-out request is abandoned. */
 static int post_wait(struct hmc_comm *c, uint32_t peer, enum req_op op,
 		     size_t local_off, size_t remote_off, size_t len,
-		     int64_t deadline)
+		     const uint64_t *signal, int64_t deadline)
 {
 	hmc_req_t req;
 	int rc;
 
-	rc = post(c, peer, op, local_off, remote_off, len, &req);
+	rc = post(c, peer, op, local_off, remote_off, len, signal, &req);
 	if (rc)
 		return rc;
 	rc = comm_wait(c, req_done_cond, &req, deadline, REQ_SPIN_NS);
@@ -625,7 +644,7 @@ int hmc_comm_put(struct hmc_comm *c, uint32_t peer, size_t local_off,
 {
 	if (!c)
 		return -EINVAL;
-	return post_wait(c, peer, REQ_PUT, local_off, remote_off, len,
+	return post_wait(c, peer, REQ_PUT, local_off, remote_off, len, NULL,
 			 deadline_after_ms(c->op_timeout_ms));
 }
 
@@ -634,7 +653,7 @@ int hmc_comm_get(struct hmc_comm *c, uint32_t peer, size_t local_off,
 {
 	if (!c)
 		return -EINVAL;
-	return post_wait(c, peer, REQ_GET, local_off, remote_off, len,
+	return post_wait(c, peer, REQ_GET, local_off, remote_off, len, NULL,
 			 deadline_after_ms(c->op_timeout_ms));
 }
 
@@ -642,7 +661,7 @@ int hmc_comm_flush(struct hmc_comm *c, uint32_t peer)
 {
 	if (!c)
 		return -EINVAL;
-	return post_wait(c, peer, REQ_FLUSH, 0, 0, 0,
+	return post_wait(c, peer, REQ_FLUSH, 0, 0, 0, NULL,
 			 deadline_after_ms(c->op_timeout_ms));
 }
 
@@ -670,15 +689,26 @@ static int send_frame(struct hmc_comm *c, uint32_t rank, enum frame_type type,
 int hmc_comm_put_signal(struct hmc_comm *c, uint32_t peer, size_t local_off,
 			size_t remote_off, size_t len, uint64_t tag)
 {
+	const struct xport_ops *xops = NULL;
 	int64_t deadline;
+	struct peer *p;
 	int rc;
 
 	if (!c)
 		return -EINVAL;
 	deadline = deadline_after_ms(c->op_timeout_ms);
-	rc = post_wait(c, peer, REQ_PUT, local_off, remote_off, len, deadline);
+	rc = peer_connected(c, peer, &p);
+	if (rc)
+		return rc;
+	xops = p->xops;
+	peer_put(p);
+	if (xops->put_signal)	/* the tag rides behind the data */
+		return post_wait(c, peer, REQ_PUT, local_off, remote_off, len,
+				 &tag, deadline);
+	rc = post_wait(c, peer, REQ_PUT, local_off, remote_off, len, NULL,
+		       deadline);
 	if (!rc)	/* the data is visible before the tag leaves */
-		rc = post_wait(c, peer, REQ_FLUSH, 0, 0, 0, deadline);
+		rc = post_wait(c, peer, REQ_FLUSH, 0, 0, 0, NULL, deadline);
 	if (!rc)
 		rc = send_frame(c, peer, FRAME_SIGNAL, tag, deadline);
 	return rc;

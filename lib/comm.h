@@ -160,6 +160,11 @@ struct peer *peer_new(struct hmc_comm *c, uint32_t rank);
  * (callable from inside transport progress).
  */
 void comm_peer_error(struct hmc_comm *c, struct peer *p, int err);
+/*
+ * A tag from @p arrived on a transport's data path (put_signal): queue it
+ * for hmc_comm_recv_tag(); a flood fails the peer.
+ */
+void comm_deliver_tag(struct hmc_comm *c, struct peer *p, uint64_t tag);
 /* Bring up or find the transport slot for @type: 0 or a negative errno. */
 int comm_xport(struct hmc_comm *c, enum hmc_transport type,
 	       struct xport_slot **slot);
@@ -200,6 +205,8 @@ void ctrl_teardown(struct hmc_comm *c, struct peer *p, int err, bool remove,
 		   bool graceful);
 /* Tear down the peers that transports reported (progress.lock held). */
 int ctrl_reap_failed(struct hmc_comm *c);
+/* Queue a received tag (comm->lock held): 0, or -ENOBUFS/-ENOMEM. */
+int ctrl_push_tag(struct peer *p, uint64_t tag);
 
 /* ---- progress engine (progress.c) */
 int progress_init(struct hmc_comm *c);

@@ -175,7 +175,7 @@ static int reject_errno(const uint8_t *p, uint32_t len)
 	return err;
 }
 
-static int push_tag(struct hmc_comm *c, struct peer *p, uint64_t tag)
+int ctrl_push_tag(struct peer *p, uint64_t tag)
 {
 	uint32_t cap, i;
 	uint64_t *tags;
@@ -271,7 +271,7 @@ static int peer_frame(struct hmc_comm *c, struct peer *p,
 	case FRAME_SIGNAL:
 		frame_decode_u64(payload, h->len, &v);
 		pthread_mutex_lock(&c->lock);
-		rc = p->state == PEER_CONNECTED ? push_tag(c, p, v) : -EPROTO;
+		rc = p->state == PEER_CONNECTED ? ctrl_push_tag(p, v) : -EPROTO;
 		pthread_mutex_unlock(&c->lock);
 		return rc;
 	case FRAME_BARRIER:

@@ -13,6 +13,10 @@
  *  - post() starts a put, get or flush; when it returns 0 the transport owns
  *    the request and calls req_complete() exactly once, possibly before
  *    post() returns; on error it does not own it;
+ *  - put_signal() (optional) posts a put whose tag travels on the data path
+ *    behind the data; the receiving transport hands the tag to
+ *    comm_deliver_tag() once the data is visible. Without it the core puts,
+ *    flushes and sends the tag over the control plane;
  *  - progress() and arm() never block; errors of a peer found while
  *    progressing are reported with comm_peer_error(), never by tearing the
  *    peer down from inside the transport.
@@ -46,6 +50,9 @@ struct xport_ops {
 
 	int (*post)(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		    uint64_t local_off, uint64_t remote_off, uint64_t len);
+	int (*put_signal)(void *ctx, void *xpeer, struct req *r,
+			  uint64_t local_off, uint64_t remote_off, uint64_t len,
+			  uint64_t tag);
 
 	/* Events handled (>= 0) or a negative errno. */
 	int (*progress)(void *ctx);
