@@ -229,6 +229,8 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 		return -EINVAL;
 	if (o.connect_timeout_ms < 0 || o.op_timeout_ms < 0)
 		return -EINVAL;
+	if (o.num_chs > HMC_VERBS_MAX_CHANNELS || o.ib_port > 255)
+		return -EINVAL;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -240,6 +242,8 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 				DEFAULT_CONNECT_TIMEOUT_MS;
 	c->op_timeout_ms = o.op_timeout_ms ? o.op_timeout_ms :
 			   DEFAULT_OP_TIMEOUT_MS;
+	c->num_chs = o.num_chs ? o.num_chs : 1;
+	c->ib_port = (uint8_t)o.ib_port;
 	c->tcp_lfd = c->unix_lfd = -1;
 	list_init(&c->handshakes);
 	list_init(&c->failing);
@@ -253,6 +257,13 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 	rc = load_secret(c, o.secret);
 	if (rc)
 		goto err;
+	if (o.ib_dev) {
+		c->ib_dev = strdup(o.ib_dev);
+		if (!c->ib_dev) {
+			rc = -ENOMEM;
+			goto err;
+		}
+	}
 	rc = req_table_init(&c->reqs);
 	if (rc)
 		goto err;
@@ -272,6 +283,7 @@ err_progress:
 err_reqs:
 	req_table_fini(&c->reqs);
 err:
+	free(c->ib_dev);
 	free(c->secret);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->xport_lock);
@@ -331,6 +343,7 @@ void hmc_comm_destroy(struct hmc_comm *c)
 		explicit_bzero(c->secret, c->secret_len);
 		free(c->secret);
 	}
+	free(c->ib_dev);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->xport_lock);
 	pthread_mutex_destroy(&c->lock);

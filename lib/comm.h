@@ -124,6 +124,9 @@ struct hmc_comm {
 	int op_timeout_ms;
 	uint8_t *secret;
 	size_t secret_len;
+	uint32_t num_chs;		/* verbs options */
+	char *ib_dev;
+	uint8_t ib_port;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -189,7 +189,17 @@ struct hmc_comm_opts {
 	const char *secret;
 	int connect_timeout_ms;		/* dial + handshake (default 10000) */
 	int op_timeout_ms;		/* blocking put/get/flush (default 30000) */
+	/*
+	 * Verbs: RC queue pairs per peer (default 1, at most
+	 * HMC_VERBS_MAX_CHANNELS); large transfers are striped across them.
+	 */
+	uint32_t num_chs;
+	/* Verbs: device name; NULL takes HMC_IB_DEV, else the first active port. */
+	const char *ib_dev;
+	uint32_t ib_port;		/* verbs: port on ib_dev (0: first active) */
 };
+
+#define HMC_VERBS_MAX_CHANNELS	64
 
 /* Create a communicator over @buf (which must outlive it). */
 int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
