@@ -85,7 +85,11 @@ const char *hmc_mem_type_name(enum hmc_mem_type type);
 /* Number of devices of @type (1 for CPU), or -ENODEV without a runtime. */
 int hmc_mem_device_count(enum hmc_mem_type type);
 
-/* Allocate @size bytes on device @device of @type (CPU memory is page aligned). */
+/*
+ * Allocate @size bytes on device @device of @type (CPU memory is page aligned
+ * and only device 0 exists). Copies between two different GPU runtimes give
+ * -EOPNOTSUPP; freeing with another device than the allocation's, -EINVAL.
+ */
 int hmc_mem_alloc(enum hmc_mem_type type, int device, size_t size, void **ptr);
 
 /* Free memory from hmc_mem_alloc() with the same type and device. */
@@ -100,7 +104,11 @@ int hmc_mem_copy(enum hmc_mem_type type, int device, void *dst,
  * CPU buffers come from /dev/hmc (pinned kernel pages) when the module is
  * present (libhmc loads it with libkmod if it is installed and the caller
  * may load modules), else from mmap + mlock; HMC_REQUIRE_KMOD=1 in the
- * environment, or HMC_BUF_F_REQUIRE_KMOD, makes the fallback an error.
+ * environment, or HMC_BUF_F_REQUIRE_KMOD, makes the fallback an error;
+ * HMC_BUF_F_NO_KMOD wins over the environment (skipping the module is not a
+ * fallback). New CPU buffers are zeroed, GPU buffers are not. A buffer
+ * belongs to the process that created it: a /dev/hmc mapping is not
+ * inherited across fork().
  */
 struct hmc_buf;
 
@@ -118,7 +126,7 @@ enum hmc_buf_backing {
 struct hmc_buf_opts {
 	size_t sz;
 	uint32_t flags;			/* HMC_BUF_F_* */
-	int numa_node;			/* with HMC_BUF_F_NUMA */
+	int numa_node;			/* with HMC_BUF_F_NUMA, else must be 0 */
 };
 
 /* Create a buffer of @size bytes of @type on @device (opts may be NULL). */
@@ -140,7 +148,8 @@ const char *hmc_buf_backing_name(enum hmc_buf_backing backing);
 /*
  * Copy @len bytes from @src into the buffer at @offset; @src_type says
  * where @src lives (HMC_MEM_CPU or a GPU type). -ERANGE if the range does
- * not fit in the buffer.
+ * not fit in the buffer (an offset past the end is refused even when @len
+ * is 0).
  */
 int hmc_buf_write(struct hmc_buf *buf, size_t offset, const void *src,
 		  size_t len, enum hmc_mem_type src_type);
@@ -159,7 +168,13 @@ int hmc_buf_copy_within(struct hmc_buf *buf, size_t dst_offset,
  *
  * Thread safety: every hmc_comm_* call may be made from several threads at
  * once on one communicator, except hmc_comm_destroy(), which must not race
- * with any other call on it.
+ * with any other call on it, and hmc_comm_barrier(), which one thread at a
+ * time may call. A communicator belongs to the process that created it (a
+ * forked child must create its own).
+ *
+ * Progress: a background thread accepts connections, runs handshakes and
+ * serves passive-target transport work while the application computes;
+ * callers that wait drive progress themselves, without a thread hand-off.
  */
 struct hmc_comm;
 
@@ -302,7 +317,10 @@ int hmc_comm_send_tag(struct hmc_comm *comm, uint32_t peer, uint64_t tag);
 int hmc_comm_recv_tag(struct hmc_comm *comm, uint32_t peer, uint64_t *tag,
 		      int timeout_ms);
 
-/* Wait until every connected peer has entered the same barrier. */
+/*
+ * Wait until every connected peer has entered the same barrier (each pair
+ * of ranks counts its barriers; a global barrier needs every pair connected).
+ */
 int hmc_comm_barrier(struct hmc_comm *comm, int timeout_ms);
 
 /*
