@@ -24,6 +24,7 @@
 
 #include "frame.h"
 #include "req.h"
+#include "sock.h"
 #include "util.h"
 #include "xport.h"
 
@@ -57,6 +58,8 @@ struct conn {
 	pthread_mutex_t tx_lock;
 	uint8_t *rx;			/* buffered input: [rx_off, rx_len) */
 	uint32_t rx_off, rx_len, rx_cap;
+	int rx_fds[SOCK_MAX_FDS];	/* descriptors received, oldest first */
+	int nr_rx_fds;
 	struct peer *peer;		/* once HS_DONE */
 	/* listener side, until HS_DONE */
 	enum conn_hs hs;
@@ -177,6 +180,11 @@ struct conn *conn_new(int fd, bool is_unix);
 void conn_free(struct conn *cn);
 int conn_send(struct conn *cn, enum frame_type type, const void *payload,
 	      uint32_t len, int64_t deadline);
+/* The same, passing @fd along (FRAME_F_FD) unless it is negative. */
+int conn_send_fd(struct conn *cn, enum frame_type type, const void *payload,
+		 uint32_t len, int fd, int64_t deadline);
+/* The oldest descriptor received and not yet taken (ours to close), or -1. */
+int conn_take_fd(struct conn *cn);
 /*
  * The next complete buffered frame: 1 (and @hdr, @payload), 0 if more input
  * is needed, -EPROTO for garbage. conn_consume() drops it.

@@ -52,6 +52,8 @@ void conn_free(struct conn *cn)
 {
 	if (!cn)
 		return;
+	while (cn->nr_rx_fds)
+		close(conn_take_fd(cn));
 	if (cn->fd >= 0)
 		close(cn->fd);
 	free(cn->rx);
@@ -59,8 +61,8 @@ void conn_free(struct conn *cn)
 	free(cn);
 }
 
-int conn_send(struct conn *cn, enum frame_type type, const void *payload,
-	      uint32_t len, int64_t deadline)
+int conn_send_fd(struct conn *cn, enum frame_type type, const void *payload,
+		 uint32_t len, int fd, int64_t deadline)
 {
 	uint8_t hdr[FRAME_HDR_LEN];
 	struct iovec iov[2] = {
@@ -69,11 +71,31 @@ int conn_send(struct conn *cn, enum frame_type type, const void *payload,
 	};
 	int rc;
 
-	frame_encode_hdr(hdr, type, 0, len);
+	if (fd >= 0 && !cn->is_unix)
+		return -EOPNOTSUPP;
+	frame_encode_hdr(hdr, type, fd >= 0 ? FRAME_F_FD : 0, len);
 	pthread_mutex_lock(&cn->tx_lock);
-	rc = sock_send_all(cn->fd, iov, len ? 2 : 1, deadline);
+	rc = sock_send_all(cn->fd, iov, len ? 2 : 1, fd, deadline);
 	pthread_mutex_unlock(&cn->tx_lock);
 	return rc;
+}
+
+int conn_send(struct conn *cn, enum frame_type type, const void *payload,
+	      uint32_t len, int64_t deadline)
+{
+	return conn_send_fd(cn, type, payload, len, -1, deadline);
+}
+
+int conn_take_fd(struct conn *cn)
+{
+	int fd;
+
+	if (!cn->nr_rx_fds)
+		return -1;
+	fd = cn->rx_fds[0];
+	memmove(cn->rx_fds, cn->rx_fds + 1,
+		--cn->nr_rx_fds * sizeof(cn->rx_fds[0]));
+	return fd;
 }
 
 /* Room for @need buffered bytes from rx_off. */
@@ -110,7 +132,8 @@ ssize_t conn_fill(struct conn *cn)
 		if (rc)
 			return rc;
 	}
-	n = sock_recv_some(cn->fd, cn->rx + cn->rx_len, cn->rx_cap - cn->rx_len);
+	n = sock_recv_some(cn->fd, cn->rx + cn->rx_len, cn->rx_cap - cn->rx_len,
+			   cn->rx_fds, &cn->nr_rx_fds, SOCK_MAX_FDS);
 	if (n > 0)
 		cn->rx_len += (uint32_t)n;
 	return n;
@@ -198,9 +221,33 @@ int ctrl_push_tag(struct peer *p, uint64_t tag)
 	return 0;
 }
 
+/* Hand a descriptor that came with an XPORT frame to the transport. */
+static int xport_attach_fd(struct xport_slot *slot, void *xpeer,
+			   struct conn *cn, const struct frame_hdr *h)
+{
+	int fd;
+
+	if (!(h->flags & FRAME_F_FD))
+		return 0;
+	fd = conn_take_fd(cn);
+	if (fd < 0)
+		return -EPROTO;
+	if (!slot->ops->peer_attach_fd) {
+		close(fd);
+		return -EPROTO;
+	}
+	return slot->ops->peer_attach_fd(slot->ctx, xpeer, fd);
+}
+
+/* The descriptor our transport passes along with its metadata, or -1. */
+static int xport_local_fd(struct xport_slot *slot, void *xpeer)
+{
+	return slot->ops->peer_fd ? slot->ops->peer_fd(slot->ctx, xpeer) : -1;
+}
+
 /* The listener brings up the transport the dialer asked for. */
 static int xport_accept(struct hmc_comm *c, struct peer *p,
-			const uint8_t *payload, uint32_t len)
+			const struct frame_hdr *h, const uint8_t *payload)
 {
 	uint8_t *blob = malloc(FRAME_MAX_PAYLOAD);
 	struct frame_xport x, ack = { 0 };
@@ -211,7 +258,7 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 
 	if (!blob)
 		return -ENOMEM;
-	rc = frame_decode_xport(payload, len, &x);
+	rc = frame_decode_xport(payload, h->len, &x);
 	if (rc || x.status || p->state != PEER_XPORT) {
 		rc = -EPROTO;
 		goto out;
@@ -219,6 +266,8 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 	rc = comm_xport(c, x.transport, &slot);
 	if (!rc)
 		rc = slot->ops->peer_create(slot->ctx, p, &xpeer);
+	if (!rc)
+		rc = xport_attach_fd(slot, xpeer, p->conn, h);
 	if (!rc)
 		rc = slot->ops->peer_connect(slot->ctx, xpeer, x.blob, x.blob_len);
 	if (!rc)
@@ -232,9 +281,10 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 	ack.blob_len = rc ? 0 : blob_len;
 	send_rc = frame_encode_xport(blob, &ack);
 	if (send_rc >= 0)
-		send_rc = conn_send(p->conn, FRAME_XPORT_ACK, blob,
-				    (uint32_t)send_rc,
-				    deadline_after_ms(c->connect_timeout_ms));
+		send_rc = conn_send_fd(p->conn, FRAME_XPORT_ACK, blob,
+				       (uint32_t)send_rc,
+				       rc ? -1 : xport_local_fd(slot, xpeer),
+				       deadline_after_ms(c->connect_timeout_ms));
 	if (!rc)
 		rc = send_rc;
 	if (rc) {
@@ -283,7 +333,7 @@ static int peer_frame(struct hmc_comm *c, struct peer *p,
 		pthread_mutex_unlock(&c->lock);
 		return rc;
 	case FRAME_XPORT_REQ:
-		return xport_accept(c, p, payload, h->len);
+		return xport_accept(c, p, h, payload);
 	case FRAME_BYE:
 		pr_debug("rank %u: rank %u disconnected", c->rank, p->rank);
 		ctrl_teardown(c, p, -ENOTCONN, false, false);
@@ -681,7 +731,8 @@ static int dial_xport(struct hmc_comm *c, struct peer *p, struct conn *cn,
 	rc = frame_encode_xport(buf, &req);
 	if (rc < 0)
 		goto err_peer;
-	rc = conn_send(cn, FRAME_XPORT_REQ, buf, (uint32_t)rc, deadline);
+	rc = conn_send_fd(cn, FRAME_XPORT_REQ, buf, (uint32_t)rc,
+			  xport_local_fd(slot, xpeer), deadline);
 	if (rc)
 		goto err_peer;
 	rc = conn_recv_frame(cn, &h, &payload, deadline);
@@ -694,6 +745,8 @@ static int dial_xport(struct hmc_comm *c, struct peer *p, struct conn *cn,
 		goto err_peer;
 	}
 	rc = ack.status;
+	if (!rc)
+		rc = xport_attach_fd(slot, xpeer, cn, &h);
 	if (!rc)
 		rc = slot->ops->peer_connect(slot->ctx, xpeer, ack.blob,
 					     ack.blob_len);

@@ -45,18 +45,22 @@ void frame_encode_hdr(uint8_t hdr[FRAME_HDR_LEN], enum frame_type type,
 int frame_decode_hdr(const uint8_t hdr[FRAME_HDR_LEN], struct frame_hdr *out)
 {
 	uint8_t type = hdr[5];
+	uint16_t flags = get_be16(hdr + 6);
 	uint32_t len = get_be32(hdr + 8);
 
 	if (get_be32(hdr) != FRAME_MAGIC || hdr[4] != FRAME_VERSION)
 		return -EPROTO;
-	if (get_be32(hdr + 12) != 0 || get_be16(hdr + 6) != 0)
-		return -EPROTO;		/* no frame defines flags yet */
+	if (get_be32(hdr + 12) != 0)
+		return -EPROTO;
 	if (type == 0 || type > FRAME_TYPE_MAX)
+		return -EPROTO;
+	if (flags & ~(type == FRAME_XPORT_REQ || type == FRAME_XPORT_ACK ?
+		      FRAME_F_FD : 0))
 		return -EPROTO;
 	if (len < frame_types[type].min || len > frame_types[type].max)
 		return -EPROTO;
 	out->type = type;
-	out->flags = 0;
+	out->flags = flags;
 	out->len = len;
 	return 0;
 }

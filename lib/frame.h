@@ -40,6 +40,12 @@ enum frame_type {
 
 #define FRAME_HELLO_F_AUTH	(1U << 0)	/* the dialer has a secret */
 
+/*
+ * Header flag: a file descriptor travels with this frame (SCM_RIGHTS, Unix
+ * control sockets only); allowed on XPORT_REQ and XPORT_ACK.
+ */
+#define FRAME_F_FD		(1U << 0)
+
 struct frame_hdr {
 	uint8_t type;
 	uint16_t flags;
@@ -78,7 +84,7 @@ void frame_encode_hdr(uint8_t hdr[FRAME_HDR_LEN], enum frame_type type,
 
 /*
  * Decode and validate a header: 0, or -EPROTO (bad magic, version, type,
- * reserved bits or a length outside what @type allows).
+ * reserved bits, flags @type does not allow or a length outside its bounds).
  */
 int frame_decode_hdr(const uint8_t hdr[FRAME_HDR_LEN], struct frame_hdr *out);
 

@@ -282,12 +282,28 @@ int sock_check_peer_cred(int fd)
 	return 0;
 }
 
-int sock_send_all(int fd, struct iovec *iov, int iovcnt, int64_t deadline)
+int sock_send_all(int fd, struct iovec *iov, int iovcnt, int pass_fd,
+		  int64_t deadline)
 {
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
+	struct cmsghdr *cm;
 	ssize_t n;
 	int rc;
 
+	if (pass_fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = sizeof(ctl.buf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+	}
 	while (msg.msg_iovlen) {
 		n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
@@ -300,6 +316,8 @@ int sock_send_all(int fd, struct iovec *iov, int iovcnt, int64_t deadline)
 				return rc;
 			continue;
 		}
+		msg.msg_control = NULL;		/* the fd went with the first bytes */
+		msg.msg_controllen = 0;
 		while (msg.msg_iovlen && (size_t)n >= msg.msg_iov->iov_len) {
 			n -= (ssize_t)msg.msg_iov->iov_len;
 			msg.msg_iov++;
@@ -313,16 +331,62 @@ int sock_send_all(int fd, struct iovec *iov, int iovcnt, int64_t deadline)
 	return 0;
 }
 
-ssize_t sock_recv_some(int fd, void *buf, size_t len)
+/* Collect the descriptors of @msg into @fds; -EPROTO (all closed) if too many. */
+static int take_fds(struct msghdr *msg, int *fds, int *nfds, int max_fds)
 {
+	struct cmsghdr *cm;
+	int err = 0, i;
+
+	for (cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		int n, *in;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		in = (int *)CMSG_DATA(cm);
+		for (i = 0; i < n; i++) {
+			int one;
+
+			memcpy(&one, in + i, sizeof(one));
+			if (*nfds < max_fds && !err)
+				fds[(*nfds)++] = one;
+			else {
+				close(one);
+				err = -EPROTO;
+			}
+		}
+	}
+	if (msg->msg_flags & MSG_CTRUNC)
+		err = -EPROTO;
+	return err;
+}
+
+ssize_t sock_recv_some(int fd, void *buf, size_t len, int *fds, int *nfds,
+		       int max_fds)
+{
+	union {
+		char buf[CMSG_SPACE(SOCK_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+	};
+	int have = *nfds, rc, i;
 	ssize_t n;
 
 	do {
-		n = recv(fd, buf, len, MSG_DONTWAIT);
+		n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	} while (n < 0 && errno == EINTR);
-	if (n > 0)
-		return n;
-	if (n == 0)
-		return -ECONNRESET;
-	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	rc = take_fds(&msg, fds, nfds, max_fds);
+	if (rc) {
+		for (i = have; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = have;
+		return rc;
+	}
+	return n ? n : -ECONNRESET;
 }

@@ -32,11 +32,22 @@ void sock_unix_name(char *buf, size_t len, uint16_t port);
 /* Whether the process at the other end of a Unix socket is ours or root's. */
 int sock_check_peer_cred(int fd);
 
-/* Write all of @iov before @deadline: 0 or a negative errno. */
-int sock_send_all(int fd, struct iovec *iov, int iovcnt, int64_t deadline);
+/*
+ * Write all of @iov before @deadline, passing @pass_fd along (SCM_RIGHTS,
+ * Unix sockets) unless it is negative: 0 or a negative errno.
+ */
+int sock_send_all(int fd, struct iovec *iov, int iovcnt, int pass_fd,
+		  int64_t deadline);
 
-/* One non-blocking read: bytes read, -EAGAIN, -ECONNRESET at EOF, -errno. */
-ssize_t sock_recv_some(int fd, void *buf, size_t len);
+#define SOCK_MAX_FDS	4
+
+/*
+ * One non-blocking read: bytes read, -EAGAIN, -ECONNRESET at EOF, -errno.
+ * Descriptors passed along are stored in @fds (close-on-exec), their count
+ * in *@nfds; more than @max_fds in one read is -EPROTO (and none is kept).
+ */
+ssize_t sock_recv_some(int fd, void *buf, size_t len, int *fds, int *nfds,
+		       int max_fds);
 
 /* Wait until @fd is readable (POLLIN) or @deadline: 0, -ETIMEDOUT, -errno. */
 int sock_wait_readable(int fd, int64_t deadline);

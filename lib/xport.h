@@ -13,6 +13,9 @@
  *  - post() starts a put, get or flush; when it returns 0 the transport owns
  *    the request and calls req_complete() exactly once, possibly before
  *    post() returns; on error it does not own it;
+ *  - peer_fd() (optional) names a descriptor to pass to the peer with our
+ *    metadata (Unix control connections only); the peer's transport gets
+ *    its copy through peer_attach_fd() before peer_connect() and owns it;
  *  - put_signal() (optional) posts a put whose tag travels on the data path
  *    behind the data; the receiving transport hands the tag to
  *    comm_deliver_tag() once the data is visible. Without it the core puts,
@@ -44,6 +47,8 @@ struct xport_ops {
 			 uint32_t *len);
 	int (*peer_connect)(void *ctx, void *xpeer, const uint8_t *blob,
 			    uint32_t len);
+	int (*peer_fd)(void *ctx, void *xpeer);
+	int (*peer_attach_fd)(void *ctx, void *xpeer, int fd);
 	/* @graceful: finish what was posted first, until @deadline. */
 	void (*peer_destroy)(void *ctx, void *xpeer, bool graceful,
 			     int64_t deadline);

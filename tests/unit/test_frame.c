@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,7 +70,15 @@ START_TEST(test_header_rejects)
 	h[5] = 0xff;
 	ck_assert_int_eq(frame_decode_hdr(h, &d), -EPROTO);
 	hdr(h, FRAME_TAG, 8);
-	h[7] = 1;				/* undefined flags */
+	h[7] = FRAME_F_FD;			/* flags the type does not allow */
+	ck_assert_int_eq(frame_decode_hdr(h, &d), -EPROTO);
+	frame_encode_hdr(h, FRAME_XPORT_REQ, FRAME_F_FD, FRAME_XPORT_HDR_LEN);
+	ck_assert_int_eq(frame_decode_hdr(h, &d), 0);
+	ck_assert_uint_eq(d.flags, FRAME_F_FD);
+	h[7] = 2;				/* undefined flags */
+	ck_assert_int_eq(frame_decode_hdr(h, &d), -EPROTO);
+	h[6] = 0x80;
+	h[7] = 0;
 	ck_assert_int_eq(frame_decode_hdr(h, &d), -EPROTO);
 	hdr(h, FRAME_TAG, 8);
 	h[15] = 1;				/* reserved */
@@ -295,6 +304,62 @@ START_TEST(test_stream_max_frame)
 }
 END_TEST
 
+/* A descriptor travels with its frame over a Unix socket, and only there. */
+START_TEST(test_stream_fd_passing)
+{
+	const uint8_t *payload;
+	struct frame_hdr h;
+	uint8_t p[FRAME_XPORT_HDR_LEN] = { 0 };
+	struct stat a, b;
+	struct conn *rx, *tx;
+	int sv[2], fd, got, i;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	rx = conn_new(sv[0], true);
+	tx = conn_new(sv[1], true);
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(conn_send_fd(tx, FRAME_XPORT_REQ, p, sizeof(p), fd,
+				      DEADLINE_NEVER), 0);
+	ck_assert_int_eq(conn_send(tx, FRAME_TAG, p, 8, DEADLINE_NEVER), 0);
+	ck_assert_int_gt(conn_fill(rx), 0);
+	ck_assert_int_eq(conn_next_frame(rx, &h, &payload), 1);
+	ck_assert_uint_eq(h.flags, FRAME_F_FD);
+	got = conn_take_fd(rx);
+	ck_assert_int_ge(got, 0);
+	ck_assert_int_eq(conn_take_fd(rx), -1);
+	ck_assert_int_eq(fstat(fd, &a), 0);
+	ck_assert_int_eq(fstat(got, &b), 0);
+	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	ck_assert_int_eq(fcntl(got, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	close(got);
+	conn_consume(rx, &h);
+	if (conn_next_frame(rx, &h, &payload) == 0)
+		ck_assert_int_gt(conn_fill(rx), 0);
+	ck_assert_int_eq(conn_next_frame(rx, &h, &payload), 1);
+	ck_assert_uint_eq(h.flags, 0);
+	conn_consume(rx, &h);
+
+	/* a flood of descriptors is a protocol error, and none leaks */
+	for (i = 0; i <= SOCK_MAX_FDS; i++)
+		ck_assert_int_eq(conn_send_fd(tx, FRAME_XPORT_REQ, p, sizeof(p),
+					      fd, DEADLINE_NEVER), 0);
+	while ((got = (int)conn_fill(rx)) > 0)
+		;
+	ck_assert_int_eq(got, -EPROTO);
+	ck_assert_int_le(rx->nr_rx_fds, SOCK_MAX_FDS);
+	conn_free(rx);
+	conn_free(tx);
+
+	/* TCP connections never carry one */
+	tx = conn_new(-1, false);
+	ck_assert_int_eq(conn_send_fd(tx, FRAME_XPORT_REQ, p, sizeof(p), fd,
+				      DEADLINE_NEVER), -EOPNOTSUPP);
+	conn_free(tx);
+	close(fd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("frame");
@@ -308,6 +373,7 @@ int main(void)
 	tcase_add_test(tc, test_stream_truncated_and_split);
 	tcase_add_test(tc, test_stream_garbage);
 	tcase_add_test(tc, test_stream_max_frame);
+	tcase_add_test(tc, test_stream_fd_passing);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
