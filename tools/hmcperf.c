@@ -268,9 +268,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	for (v = smin; smin && v <= smax; v <<= 1)
 		if (add_size(o, v))
 			return -EINVAL;
-	for (i = 0; !o->nsizes && i < (int)(sizeof(default_sizes) /
-					      sizeof(*default_sizes)); i++)
-		add_size(o, default_sizes[i]);
+	if (!o->nsizes)
+		for (i = 0; i < (int)(sizeof(default_sizes) /
+				      sizeof(*default_sizes)); i++)
+			add_size(o, default_sizes[i]);
 	if (!any_test)
 		for (i = 0; i < PERF_TEST_MAX; i++)
 			o->tests[i] = i != PERF_TAG_LAT;
@@ -406,7 +407,12 @@ static int serve_test(struct session *s, uint64_t arg)
 	}
 	perf_prepare(pf, &p);
 	rc = perf_send(pf, TAG_READY, hmc_buf_backing(s->buf));
-	return rc ? rc : perf_serve(pf, &p);
+	if (!rc)
+		rc = perf_serve(pf, &p);
+	if (rc)
+		fprintf(stderr, "hmcperf: server: %s %zu B: %s\n",
+			perf_test_name(p.test), p.size, hmc_strerror(rc));
+	return rc;
 }
 
 static int run_server(struct opts *o, int port_fd)
@@ -460,8 +466,6 @@ static int run_server(struct opts *o, int port_fd)
 			break;
 		case TAG_CMD_TEST:
 			rc = serve_test(&s, TAG_ARG(tag));
-			if (rc)
-				fail("test", rc);
 			break;
 		case TAG_CMD_END:
 			rc = perf_send(pf, TAG_DONE, 0);
