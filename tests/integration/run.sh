@@ -1,0 +1,71 @@
+#!/bin/bash
+# Runs every integration test on this host, each under its own deadline,
+# echoes their TAP lines and prints a summary; exits 1 on any failure.
+#   O=build tests/integration/run.sh [NAME_GLOB]
+# Only loopback is used (UCX_NET_DEVICES=lo for UCX tcp), except the
+# multi-host case, which builds its own network namespaces (netns.sh).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${O:-build}/tests/integration
+only=${1:-*}
+passed=0 failed=0 skipped=0
+failures=()
+
+# case NAME SECONDS [VAR=VALUE ...] -- COMMAND ...
+case_run() {
+	local name=$1 limit=$2 out rc p f s start=$SECONDS
+	local -a envs=()
+
+	shift 2
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done
+	shift
+	# shellcheck disable=SC2053
+	[[ $name == $only ]] || return 0
+	echo "== $name"
+	out=$(mktemp)
+	env "${envs[@]}" timeout -k 5 "$limit" "$@" >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	read -r p f s < <(awk '
+		/^not ok([ \t]|$)/ { f++; next }
+		/^ok([ \t]|$)/ { if (tolower($0) ~ /#[ \t]*skip/) s++; else p++ }
+		END { print p + 0, f + 0, s + 0 }' "$out")
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		echo "not ok - $name: timed out after $limit s"
+		f=$((f + 1))
+	elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		echo "not ok - $name: exited with status $rc"
+		f=$((f + 1))
+	fi
+	[ "$f" = 0 ] || mapfile -t -O ${#failures[@]} failures < <(
+		grep '^not ok' "$out" | sed "s|^|$name: |"
+		[ "$rc" = 0 ] || echo "$name: exit status $rc")
+	rm -f "$out"
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	echo "# $name: $p passed, $f failed, $s skipped, $((SECONDS - start)) s"
+}
+
+tcp=(UCX_TLS=tcp,self UCX_NET_DEVICES=lo)
+shm=(UCX_TLS=posix,cma,self)
+
+case_run comm-2-tcp 120 "${tcp[@]}" -- "$bin/test_comm" -n 2 -N comm-2-tcp
+case_run comm-2-shm 120 "${shm[@]}" -- "$bin/test_comm" -n 2 -N comm-2-shm
+case_run comm-4-tcp 150 "${tcp[@]}" -- "$bin/test_comm" -n 4 -N comm-4-tcp
+case_run comm-4-shm 150 "${shm[@]}" -- "$bin/test_comm" -n 4 -N comm-4-shm
+case_run comm-2-ctrl-tcp 120 "${tcp[@]}" HMC_CTRL_TRANSPORT=tcp \
+	HMC_SECRET=integration-secret -- \
+	"$bin/test_comm" -n 2 -N comm-2-ctrl-tcp
+case_run threads-tcp 120 "${tcp[@]}" -- "$bin/test_threads" -N threads-tcp
+case_run threads-shm 120 "${shm[@]}" -- "$bin/test_threads" -N threads-shm
+if [ -x "$bin/test_faults" ]; then
+	case_run faults-tcp 150 "${tcp[@]}" -- "$bin/test_faults" -N faults-tcp
+	case_run faults-shm 150 "${shm[@]}" -- "$bin/test_faults" -N faults-shm
+fi
+if [ -x "$here/netns.sh" ]; then
+	case_run multihost 150 -- "$here/netns.sh" "$bin/test_comm"
+fi
+
+echo "== integration summary"
+[ "$failed" = 0 ] || printf '%s\n' "${failures[@]}"
+echo "integration: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
