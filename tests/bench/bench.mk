@@ -3,7 +3,7 @@
 # lines. Needs HMCPERF from tools/tools.mk, included before this fragment.
 
 SOCKPP		:= $(O)/tests/bench/sockpp
-BENCH_REPS	?= 5
+BENCH_REPS	?= 7
 
 all: $(SOCKPP)
 

@@ -21,7 +21,7 @@ set -eu
 
 HMCPERF=${HMCPERF:-build/tools/hmcperf}
 SOCKPP=${SOCKPP:-build/tests/bench/sockpp}
-REPS=${BENCH_REPS:-5}
+REPS=${BENCH_REPS:-7}
 UCX_PERFTEST=${UCX_PERFTEST:-ucx_perftest}
 export UCX_TLS=tcp,self
 
