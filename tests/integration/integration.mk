@@ -5,7 +5,8 @@
 # guest with ConnBuffers backed by /dev/hmc (tests/vm/suites/60-comm-kmod.sh).
 
 ITEST_DIR	:= $(O)/tests/integration
-ITEST_PROGS	:= $(ITEST_DIR)/test_comm $(ITEST_DIR)/test_threads
+ITEST_PROGS	:= $(ITEST_DIR)/test_comm $(ITEST_DIR)/test_threads \
+		   $(ITEST_DIR)/test_faults
 ITEST_OBJS	:= $(ITEST_DIR)/itest.o
 ITEST_CFLAGS	:= $(HMC_CPPFLAGS) -Ilib -Itests/unit $(HMC_CFLAGS) $(CFLAGS)
 VM_TEST_PROGS	+= $(ITEST_DIR)/test_comm

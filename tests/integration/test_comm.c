@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -709,6 +710,11 @@ static int timeout_case(struct ctx *c, int k)
 	unsigned int i;
 	pid_t pid = c->m->pid[1];
 
+	if (itest_transport(0, 1) == HMC_TRANSPORT_VERBS) {
+		tap_skip("RDMA reads need nothing from the target's processes",
+			 "wait(0) on a pending get: -ETIMEDOUT");
+		return 0;
+	}
 	region(c, 1, 1, &r0, &r1);
 	landing(c, 1, &l0, &l1);
 	for (i = 0; i < 2; i++) {
@@ -854,6 +860,11 @@ static int stopped_cases(struct ctx *c, int k)
 
 /* -------------------------------------------------------------- a rank */
 
+/*
+ * Move into network namespace @ns like `ip netns exec` does: setns(), then
+ * a private mount namespace with /sys remounted, because UCX finds its
+ * network devices under /sys/class/net.
+ */
 static int join_netns(const char *ns)
 {
 	char path[256];
@@ -867,8 +878,11 @@ static int join_netns(const char *ns)
 	}
 	rc = setns(fd, CLONE_NEWNET);
 	close(fd);
-	if (rc) {
-		tap(false, "setns %s: %s", ns, strerror(errno));
+	if (rc || unshare(CLONE_NEWNS) ||
+	    mount("", "/", NULL, MS_SLAVE | MS_REC, NULL) ||
+	    umount2("/sys", MNT_DETACH) ||
+	    mount(ns, "/sys", "sysfs", 0, NULL)) {
+		tap(false, "enter network namespace %s: %s", ns, strerror(errno));
 		return -1;
 	}
 	return 0;
