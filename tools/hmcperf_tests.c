@@ -410,12 +410,12 @@ static int window_phase(struct perf *pf, const struct perf_params *p,
 		hmc_req_t *r = &reqs[(i - ph->first) % w];
 
 		rc = wait_req(pf, r);
+		if (w == 1)	/* latency: the whole operation */
+			prev = perf_now_ns();
 		if (!rc)
 			rc = post_one(pf, p, 0, 0, r);
-		if (!rc && w == 1) {	/* latency: the whole operation */
-			prev = perf_now_ns();
+		if (!rc && w == 1)
 			rc = wait_req(pf, r);
-		}
 		if (rc)
 			break;
 		t = perf_now_ns();
