@@ -737,6 +737,68 @@ static void garbage_case(void)
 	end_free(&s);
 }
 
+/*
+ * The listener checks the dialer's proof itself: a raw dialer that answers
+ * the CHALLENGE with a wrong MAC, or claims no secret, is refused.
+ */
+static void raw_auth_case(void)
+{
+	uint8_t msg[128], in[FRAME_HDR_LEN + FRAME_CHALLENGE_LEN];
+	struct frame_hdr h;
+	struct drop d;
+	struct end s;
+	size_t n, got = 0;
+	ssize_t r;
+	int fd, ways;
+
+	itest_prefix("%s secret: ", name);
+	if (end_new(&s, 0, SECRET, 0, 5000, true))
+		return;
+	for (ways = 0; ways < 2; ways++) {
+		const char *ctrl = ways ? "tcp" : "unix";
+
+		n = hello(msg, 11, 0, 0);
+		garbage(!ways, s.port, "HELLO without auth to a server with a secret",
+			msg, n, false, -EACCES);
+
+		fd = raw_connect(!ways, s.port);
+		n = hello(msg, 11, 0, FRAME_HELLO_F_AUTH);
+		if (fd < 0 || !raw_send(fd, msg, n)) {
+			tap(false, "%s: raw dialer: %s", ctrl, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		got = 0;
+		while (got < sizeof(in)) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			if (poll(&p, 1, 3000) != 1)
+				break;
+			r = recv(fd, in + got, sizeof(in) - got, 0);
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		if (got != sizeof(in) || frame_decode_hdr(in, &h) ||
+		    h.type != FRAME_CHALLENGE) {
+			tap(false, "%s: a HELLO with auth gets a CHALLENGE", ctrl);
+			close(fd);
+			continue;
+		}
+		frame_encode_hdr(msg, FRAME_AUTH, 0, FRAME_MAC_LEN);
+		memset(msg + FRAME_HDR_LEN, 0xab, FRAME_MAC_LEN);
+		raw_send(fd, msg, FRAME_HDR_LEN + FRAME_MAC_LEN);
+		d = raw_wait_drop(fd, 3000);
+		close(fd);
+		tap(d.dropped && d.reject == -EACCES && !d.welcome &&
+		    !hmc_comm_is_connected(s.comm, 11),
+		    "%s: an AUTH with a wrong MAC: REJECT %s, dropped", ctrl,
+		    hmc_strerror(d.reject));
+	}
+	end_free(&s);
+}
+
 /* -------------------------------------------------------------- dup case */
 
 /* Another process claims rank 1, which is connected. */
@@ -967,6 +1029,7 @@ int main(int argc, char **argv)
 	}
 	secret_case();
 	garbage_case();
+	raw_auth_case();
 	dup_case(&dup_h);
 	tags_case(&tags_h);
 	barrier_case(&barrier_h);
