@@ -585,18 +585,39 @@ size_t rank_buf_size(size_t base, int rank)
 	return base + (size_t)rank * 4099 + 1237;
 }
 
+enum hmc_transport itest_transport(int a, int b)
+{
+	const char *env = getenv("HMC_TEST_TRANSPORT"), *s;
+	int n = 1, k;
+
+	if (!env || !*env)
+		return HMC_TRANSPORT_UCX;
+	for (s = env; (s = strchr(s, ',')); s++)
+		n++;
+	for (s = env, k = (a + b) % n; k; k--)
+		s = strchr(s, ',') + 1;
+	return strncmp(s, "verbs", 5) ? HMC_TRANSPORT_UCX : HMC_TRANSPORT_VERBS;
+}
+
 int comm_setup(int rank, size_t size, const char *ip,
 	       const struct hmc_comm_opts *opts, struct hmc_buf **buf,
 	       struct hmc_comm **comm)
 {
+	HMC_OPTS(hmc_comm_opts, o);
+	const char *chs = getenv("HMC_TEST_CHS");
 	int rc;
+
+	if (opts)
+		o = *opts;
+	if (chs && !o.num_chs)
+		o.num_chs = (uint32_t)atoi(chs);
 
 	rc = hmc_buf_create(HMC_MEM_CPU, 0, size, NULL, buf);
 	if (rc) {
 		tap(false, "buffer of %zu bytes: %s", size, hmc_strerror(rc));
 		return -1;
 	}
-	rc = hmc_comm_create(*buf, opts, comm);
+	rc = hmc_comm_create(*buf, &o, comm);
 	if (rc) {
 		tap(false, "communicator: %s", hmc_strerror(rc));
 		hmc_buf_destroy(*buf);
@@ -633,7 +654,7 @@ int mesh_connect(struct mesh *m, struct hmc_comm *comm, const char *const *ips,
 
 	for (q = m->rank + 1; q < m->nranks; q++) {
 		rc = hmc_comm_connect(comm, (uint32_t)q, ips[q], m->port[q],
-				      HMC_TRANSPORT_UCX);
+				      itest_transport(m->rank, q));
 		if (rc) {
 			diag("connect to rank %d at %s:%u: %s", q, ips[q],
 			     m->port[q], hmc_strerror(rc));

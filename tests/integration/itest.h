@@ -152,8 +152,17 @@ int comm_setup(int rank, size_t size, const char *ip,
 	       struct hmc_comm **comm);
 
 /*
- * Full mesh: dial every higher rank at @ips[q] (the lower rank dials), then
- * wait until every lower rank is connected, within @timeout_ms.
+ * The transport that ranks @a and @b use: HMC_TEST_TRANSPORT names one
+ * (ucx, verbs) or a comma-separated list whose entry (a + b) % n a pair
+ * takes, so that one process mixes them (default ucx). HMC_TEST_CHS sets
+ * comm_setup()'s num_chs where the caller leaves it 0.
+ */
+enum hmc_transport itest_transport(int a, int b);
+
+/*
+ * Full mesh: dial every higher rank at @ips[q] (the lower rank dials) over
+ * itest_transport(), then wait until every lower rank is connected, within
+ * @timeout_ms.
  */
 int mesh_connect(struct mesh *m, struct hmc_comm *comm, const char *const *ips,
 		 int timeout_ms);
