@@ -21,6 +21,7 @@
 
 static const struct xport_ops *const xport_table[HMC_TRANSPORT_MAX] = {
 	[HMC_TRANSPORT_UCX] = &xport_ucx_ops,
+	[HMC_TRANSPORT_VERBS] = &xport_verbs_ops,
 };
 
 const char *hmc_transport_name(enum hmc_transport transport)

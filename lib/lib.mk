@@ -5,7 +5,7 @@ LIB_SO_MAJOR	:= 0
 LIB_SRCS	:= $(sort $(wildcard lib/*.c))
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(O)/%.o)
 LIB_HDRS	:= $(wildcard lib/*.h) include/hmc/hmc.h uapi/linux/hmc.h
-LIB_PKGS	:= ucx libkmod libcrypto
+LIB_PKGS	:= ucx libkmod libcrypto libibverbs
 LIB_PKG_CFLAGS	:= $(shell pkg-config --cflags $(LIB_PKGS) 2>/dev/null)
 LIB_PKG_LIBS	:= $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS	:= $(LIB_PKG_LIBS) -ldl -lpthread

@@ -68,5 +68,6 @@ struct xport_ops {
 };
 
 extern const struct xport_ops xport_ucx_ops;
+extern const struct xport_ops xport_verbs_ops;
 
 #endif
