@@ -50,6 +50,7 @@ struct opts {
 	uint64_t iters, warmup;		/* 0: automatic */
 	uint32_t window;
 	enum hmc_transport transport;
+	uint32_t num_chs;		/* verbs: queue pairs per peer */
 	const char *secret;
 	bool json, validate, progress_thread, quiet;
 	int timeout_ms;
@@ -69,7 +70,8 @@ static void usage(FILE *f)
 "  -n ITERS       timed iterations (default: %llu MiB per test, %d..%d)\n"
 "  -w ITERS       warm-up iterations (default: a tenth of -n)\n"
 "  -O COUNT       outstanding operations of *_bw tests (default %d)\n"
-"  -x TRANSPORT   ucx (default)\n"
+"  -x TRANSPORT   ucx (default) or verbs (device: HMC_IB_DEV=dev[:port])\n"
+"  --chs N        verbs: queue pairs per peer, large transfers striped (1..%d)\n"
 "  -S SECRET      shared secret (default: HMC_SECRET; --loopback: random)\n"
 "  -v, --validate non-uniform payloads, every byte checked by the receiver\n"
 "  -j, --json     one JSON object per result line\n"
@@ -81,7 +83,8 @@ static void usage(FILE *f)
 "one-way (half the round trip) for put_lat, put_signal_lat and tag_lat, the\n"
 "whole operation for get_lat, and the time per operation for *_bw.\n",
 		(unsigned long long)(AUTO_BYTES >> 20), AUTO_ITERS_MIN,
-		AUTO_ITERS_MAX, DEFAULT_WINDOW, DEFAULT_TIMEOUT_S);
+		AUTO_ITERS_MAX, DEFAULT_WINDOW, HMC_VERBS_MAX_CHANNELS,
+		DEFAULT_TIMEOUT_S);
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -153,6 +156,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "loopback", no_argument, NULL, 'L' },
 		{ "validate", no_argument, NULL, 'v' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "chs", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -227,6 +231,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 					optarg);
 				return -EINVAL;
 			}
+			break;
+		case 'C':
+			if (parse_u64(optarg, HMC_VERBS_MAX_CHANNELS, &v) || !v) {
+				fprintf(stderr, "hmcperf: --chs takes 1..%d\n",
+					HMC_VERBS_MAX_CHANNELS);
+				return -EINVAL;
+			}
+			o->num_chs = (uint32_t)v;
 			break;
 		case 'S':
 			o->secret = optarg;
@@ -352,7 +364,7 @@ static int session_open(struct session *s, uint32_t rank)
 {
 	size_t area = area_needed(s->o);
 	HMC_OPTS(hmc_comm_opts, co, .rank = rank, .secret = s->o->secret,
-		 .op_timeout_ms = s->o->timeout_ms,
+		 .op_timeout_ms = s->o->timeout_ms, .num_chs = s->o->num_chs,
 		 .flags = s->o->progress_thread ? 0 :
 			  HMC_COMM_F_NO_PROGRESS_THREAD);
 	int rc;
@@ -489,7 +501,7 @@ out:
 static void print_header(struct session *s, const char *addr, uint16_t port,
 			 enum hmc_buf_backing server_backing)
 {
-	const char *tls = getenv("UCX_TLS");
+	const char *tls = getenv("UCX_TLS"), *ibdev = getenv("HMC_IB_DEV");
 	struct opts *o = s->o;
 
 	if (o->json)
@@ -500,8 +512,12 @@ static void print_header(struct session *s, const char *addr, uint16_t port,
 	printf("ConnBuffer backing: %s (client), %s (server); %zu B each\n",
 	       hmc_buf_backing_name(hmc_buf_backing(s->buf)),
 	       hmc_buf_backing_name(server_backing), hmc_buf_size(s->buf));
-	printf("UCX_TLS=%s; %s\n", tls ? tls : "(UCX default)",
-	       o->validate ? "validate: every byte of every transfer is checked by its receiver" :
+	if (o->transport == HMC_TRANSPORT_VERBS)
+		printf("%u channel(s), HMC_IB_DEV=%s; ", o->num_chs ? o->num_chs : 1,
+		       ibdev ? ibdev : "(first active port)");
+	else
+		printf("UCX_TLS=%s; ", tls ? tls : "(UCX default)");
+	printf("%s\n", o->validate ? "validate: every byte of every transfer is checked by its receiver" :
 			     "no validation");
 	printf("MB/s = 10^6 B/s; lat: one-way for put_lat, put_signal_lat, tag_lat; per op otherwise\n");
 	printf("%-15s %6s %7s %6s %10s %9s %9s %9s\n", "test", "size", "iters",
