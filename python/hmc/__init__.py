@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+"""HMC for Python: the reference HMC's Session API on libhmc.
+
+    import hmc
+    sess = hmc.create_session(mem_type=hmc.MemoryType.CPU)
+    sess.connect("10.0.0.1", 2025, conn=hmc.ConnType.UCX)
+    sess.put("10.0.0.1", b"hello hmc", conn=hmc.ConnType.UCX)
+
+See hmc.session for the two calling styles and how they map onto libhmc,
+hmc.payload for what can be sent. libhmc is found through HMC_LIBRARY (a
+path), the source tree's build/lib, the dynamic linker, or <prefix>/lib.
+"""
+
+from . import _lib
+from .buffer import IOBuffer
+from .enums import ConnType, MemoryType, Status
+from .errors import HMCBufferError, HMCError, HMCStatusError, HMCTimeoutError
+from .session import Session, create_session
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConnType", "HMCBufferError", "HMCError", "HMCStatusError",
+    "HMCTimeoutError", "IOBuffer", "MemoryType", "Session", "Status",
+    "create_session", "library_path", "memory_supported", "version",
+]
+
+
+def version():
+    """The version of the libhmc that is loaded."""
+    return _lib.lib().hmc_version().decode()
+
+
+def library_path():
+    """The path libhmc was loaded from."""
+    return _lib.lib().path
+
+
+def memory_supported():
+    """The first GPU memory type with a device (CUDA, then ROCm), else CPU."""
+    from .buffer import resolve_mem_type
+    return resolve_mem_type(MemoryType.DEFAULT)

@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: MIT
+"""Status, MemoryType and ConnType: the reference HMC's names, our values.
+
+The values of MemoryType and ConnType members that libhmc implements are
+libhmc's own (enum hmc_mem_type, enum hmc_transport); the reference's names
+that mean the same thing are aliases.
+"""
+
+import errno
+from enum import IntEnum
+
+
+class Status(IntEnum):
+    """The reference's status_t; libhmc's errors map onto it (see of_errno)."""
+    SUCCESS = 0
+    ERROR = 1
+    UNSUPPORT = 2
+    INVALID_CONFIG = 3
+    TIMEOUT = 4
+    NOT_FOUND = 5
+
+    @classmethod
+    def of_errno(cls, err):
+        """The status for a (positive or negative) errno."""
+        err = abs(err)
+        if err == 0:
+            return cls.SUCCESS
+        return _ERRNO_STATUS.get(err, cls.ERROR)
+
+
+_ERRNO_STATUS = {
+    errno.ETIMEDOUT: Status.TIMEOUT,
+    errno.EOPNOTSUPP: Status.UNSUPPORT,
+    errno.EPROTONOSUPPORT: Status.UNSUPPORT,
+    errno.ENODEV: Status.UNSUPPORT,
+    errno.EINVAL: Status.INVALID_CONFIG,
+    errno.ERANGE: Status.INVALID_CONFIG,
+    errno.EMSGSIZE: Status.INVALID_CONFIG,
+    errno.ENOENT: Status.NOT_FOUND,
+    errno.ENOTCONN: Status.NOT_FOUND,
+    errno.ESRCH: Status.NOT_FOUND,
+}
+
+
+class MemoryType(IntEnum):
+    """Where a ConnBuffer (or a payload) lives.
+
+    CPU, CUDA and ROCM are libhmc's types; NVIDIA_GPU and AMD_GPU are the
+    reference's names for the last two. DEFAULT picks the first GPU runtime
+    with a device (CUDA, then ROCm), else CPU. CAMBRICON_MLU and MOORE_GPU
+    exist so that code naming them imports; libhmc has no such backend and
+    refuses them.
+    """
+    CPU = 0
+    CUDA = 1
+    ROCM = 2
+    NVIDIA_GPU = 1
+    AMD_GPU = 2
+    DEFAULT = -1
+    CAMBRICON_MLU = 100
+    MOORE_GPU = 101
+
+
+class ConnType(IntEnum):
+    """The transport between two peers (enum hmc_transport).
+
+    RDMA is the reference's name for libhmc's ibverbs transport (VERBS).
+    """
+    UCX = 1
+    VERBS = 2
+    RDMA = 2
