@@ -11,8 +11,8 @@ import ctypes
 import os
 import sys
 import threading
-from ctypes import (POINTER, Structure, c_bool, c_char_p, c_int, c_int64,
-                    c_size_t, c_uint32, c_uint64, c_void_p)
+from ctypes import (POINTER, Structure, c_bool, c_char_p, c_int, c_size_t,
+                    c_uint32, c_uint64, c_void_p)
 
 SONAME = "libhmc.so.0"
 
@@ -79,7 +79,6 @@ _PROTOTYPES = {
     "hmc_comm_disconnect": (c_int, [_comm_p, c_uint32]),
     "hmc_comm_is_connected": (c_bool, [_comm_p, c_uint32]),
     "hmc_comm_peers": (c_int, [_comm_p, POINTER(c_uint32), c_size_t]),
-    "hmc_comm_peer_buf_size": (c_int64, [_comm_p, c_uint32]),
     "hmc_comm_put_nb": (c_int, [_comm_p, c_uint32, c_size_t, c_size_t,
                                 c_size_t, POINTER(c_req)]),
     "hmc_comm_get_nb": (c_int, [_comm_p, c_uint32, c_size_t, c_size_t,

@@ -107,22 +107,25 @@ class IOBuffer:
         the number of bytes copied. ``device`` names where a raw address or
         tensor lives ("cpu", "cuda")."""
         with source(data, nbytes, device) as r:
-            rc = self._lib.hmc_buf_write(self.handle, _offset(offset), r.ptr,
-                                         r.nbytes, int(r.mem_type))
-            if rc:
-                raise error(rc, _copy_what("put", offset, r, self))
-            return r.nbytes
+            return self._copy(self._lib.hmc_buf_write, "put", r, offset)
 
     def get_into(self, dst, nbytes=None, offset=0, device=None):
         """Copy ``nbytes`` (default: the size of ``dst``) from ``offset``
         into ``dst``, which must be writable and contiguous; returns the
         number of bytes copied."""
         with dest(dst, nbytes, device) as r:
-            rc = self._lib.hmc_buf_read(self.handle, _offset(offset), r.ptr,
-                                        r.nbytes, int(r.mem_type))
-            if rc:
-                raise error(rc, _copy_what("get_into", offset, r, self))
-            return r.nbytes
+            return self._copy(self._lib.hmc_buf_read, "get_into", r, offset)
+
+    def _copy(self, fn, op, region, offset):
+        """hmc_buf_write/read of @region at @offset: the bytes copied."""
+        rc = fn(self.handle, _offset(offset), region.ptr, region.nbytes,
+                int(region.mem_type))
+        if rc:
+            raise error(rc, "%s of %d bytes (%s) at offset %d of a %d-byte "
+                        "%s ConnBuffer" % (op, region.nbytes,
+                                           region.mem_type.name, offset,
+                                           self.size, self.mem_type.name))
+        return region.nbytes
 
     def get(self, nbytes, offset=0):
         """``nbytes`` bytes from ``offset``, as bytes."""
@@ -146,12 +149,6 @@ def _offset(offset):
     if offset < 0:
         raise HMCError(errno.ERANGE, "negative offset %d" % offset)
     return offset
-
-
-def _copy_what(op, offset, region, buf):
-    return "%s of %d bytes (%s) at offset %d of a %d-byte %s ConnBuffer" % (
-        op, region.nbytes, region.mem_type.name, offset, buf.size,
-        buf.mem_type.name)
 
 
 def resolve_mem_type(mem_type, device_id=0):

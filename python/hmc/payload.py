@@ -201,17 +201,3 @@ def dest(obj, nbytes=None, device=None):
     """Context manager: the Region to copy into, which must be writable."""
     return _region(obj, nbytes, device, True)
 
-
-def nbytes_of(obj):
-    """The size in bytes of a payload, without touching its memory."""
-    if _is_torch_tensor(obj):
-        return obj.numel() * obj.element_size()
-    if isinstance(obj, (bytes, bytearray)):
-        return len(obj)
-    try:
-        with memoryview(obj) as mv:
-            return mv.nbytes
-    except TypeError:
-        if hasattr(obj, "nbytes"):
-            return int(obj.nbytes)
-        raise TypeError("%s is not a buffer" % type(obj).__name__)
