@@ -55,6 +55,7 @@ kmod-clean:
 include lib/lib.mk
 -include tools/tools.mk
 -include examples/examples.mk
+-include python/python.mk
 include tests/unit/unit.mk
 -include tests/gpu/gpu.mk
 -include tests/integration/integration.mk
