@@ -722,6 +722,11 @@ static int timeout_case(struct ctx *c, int k)
 		hmc_req_t req;
 		int64_t t0;
 
+		if (len > l1 - l0)
+			len = l1 - l0;
+		if (len > r1 - r0 - 5)
+			len = r1 - r0 - 5;
+
 		data_fill(c->p, l0, len, seed_landing(k, 0));
 		data_unlike(c->p, l0, len, seed_src(k, 1), r0 + 5);
 		kill(pid, SIGSTOP);
