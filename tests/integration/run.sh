@@ -45,8 +45,8 @@ case_run() {
 	echo "# $name: $p passed, $f failed, $s skipped, $((SECONDS - start)) s"
 }
 
-tcp=(UCX_TLS=tcp,self UCX_NET_DEVICES=lo)
-shm=(UCX_TLS=posix,cma,self)
+tcp=("UCX_TLS=tcp,self" UCX_NET_DEVICES=lo)
+shm=("UCX_TLS=posix,cma,self")
 
 case_run comm-2-tcp 120 "${tcp[@]}" -- "$bin/test_comm" -n 2 -N comm-2-tcp
 case_run comm-2-shm 120 "${shm[@]}" -- "$bin/test_comm" -n 2 -N comm-2-shm
@@ -55,8 +55,8 @@ case_run comm-4-shm 150 "${shm[@]}" -- "$bin/test_comm" -n 4 -N comm-4-shm
 case_run comm-2-ctrl-tcp 120 "${tcp[@]}" HMC_CTRL_TRANSPORT=tcp \
 	HMC_SECRET=integration-secret -- \
 	"$bin/test_comm" -n 2 -N comm-2-ctrl-tcp
-case_run threads-tcp 120 "${tcp[@]}" -- "$bin/test_threads" -N threads-tcp
-case_run threads-shm 120 "${shm[@]}" -- "$bin/test_threads" -N threads-shm
+case_run threads-tcp 120 "${tcp[@]}" -- "$bin/test_threads" -i 16 -N threads-tcp
+case_run threads-shm 120 "${shm[@]}" -- "$bin/test_threads" -i 16 -N threads-shm
 if [ -x "$bin/test_faults" ]; then
 	case_run faults-tcp 150 "${tcp[@]}" -- "$bin/test_faults" -N faults-tcp
 	case_run faults-shm 150 "${shm[@]}" -- "$bin/test_faults" -N faults-shm

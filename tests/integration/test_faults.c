@@ -233,6 +233,7 @@ static int helper_end(struct helper *h, int timeout_ms, bool kill_it)
 #define TAG_POSTED	0x9057ed9057edULL
 #define TAG_KILLED	0x4b111ed4b111edULL
 #define TAG_DATA	0xda7ada7aULL
+#define TAG_VICTIM	0x71c7171c7171ULL
 
 static int kill_victim(struct hmc_comm *comm)
 {
@@ -369,7 +370,9 @@ static int kill_rank(struct mesh *m, void *arg)
 	if (!tap(rc == 0, "barrier: %s", hmc_strerror(rc)))
 		goto out;
 	if (m->rank == 2) {
-		bad = kill_victim(comm);
+		rc = hmc_comm_send_tag(comm, 0, TAG_VICTIM);
+		bad = rc ? !tap(false, "ready tag: %s", hmc_strerror(rc)) :
+		      kill_victim(comm);
 		goto out;
 	}
 	if (m->rank == 1) {
@@ -380,7 +383,9 @@ static int kill_rank(struct mesh *m, void *arg)
 			    "rank 0 killed rank 2 while my %d requests were posted (%s)",
 			    n, hmc_strerror(rc));
 	} else {
-		rc = hmc_comm_recv_tag(comm, 1, &tag, 20000);
+		rc = hmc_comm_recv_tag(comm, 2, &tag, 20000);
+		rc = rc ? rc : tag == TAG_VICTIM ? 0 : -EPROTO;
+		rc = rc ? rc : hmc_comm_recv_tag(comm, 1, &tag, 20000);
 		n = post_window(comm, 0, reqs);
 		bad += !tap(rc == 0 && tag == TAG_POSTED && !mesh_kill(m, 2),
 			    "SIGKILL rank 2 with %d of my requests and rank 1's posted",
