@@ -19,7 +19,9 @@ PY_ENV		:= PYTHONPATH=$(CURDIR)/python HMC_BUILD=$(abspath $(O)) \
 _test: python-test python-install-test
 _bench: python-bench
 
-python-test: $(O)/lib/libhmc.so
+# The mock GPU runtimes of tests/gpu/gpu.mk, for the GPU paths without a GPU.
+python-test: $(O)/lib/libhmc.so $(O)/tests/gpu/mock/libcuda.so.1 \
+		$(O)/tests/gpu/mock/libamdhip64.so
 	@echo "== python/tests ($(PYTHON))"
 	@$(PY_ENV) $(PYTHON) -m unittest discover -s python/tests -v
 

@@ -9,9 +9,11 @@ a server process (rank 0) that only waits for the end tag, and a client
 local slot to one remote range, waiting for the oldest before reusing its
 place, then waits for all and flushes; MB/s = 10^6 bytes per second of
 that timed phase. The slot holds a NumPy array staged with sess.buf.put()
-once, as hmcperf's is filled once. A second line reports the same loop
-with the array staged into a slot of its own before every put (the copy
-included), for information.
+once, as hmcperf's is filled once. Like hmcperf without -P (as bench.sh
+runs it), both sessions run without libhmc's progress thread: the waiting
+caller drives progress. A second line reports the same loop with the
+array staged into a slot of its own before every put (the copy included),
+for information.
 
     put_bw.py --hmcperf build/tools/hmcperf [--reps 7]
 prints `RATIO py_vs_c_put_bw_1MiB <py/c> >=0.9`.
@@ -40,7 +42,8 @@ def serve():
     """Rank 0: listen on a free port, print it, wait for the end tag,
     answer it and let the client close first (a tag sent right before
     closing can be lost: see the README's Python section)."""
-    with hmc.create_session(buffer_size=SIZE, timeout=300) as sess:
+    with hmc.create_session(buffer_size=SIZE, timeout=300,
+                            progress_thread=False) as sess:
         sess.init_server(bind_ip="127.0.0.1", ctrl_tcp_port=0, self_id=0)
         print(sess.listen_port, flush=True)
         assert sess.ctrl_recv(peer=1) == END_TAG
@@ -79,8 +82,8 @@ def python_run(stage_each):
         port = int(server.stdout.readline())
         array = np.random.default_rng(1).integers(0, 256, SIZE,
                                                   dtype=np.uint8)
-        with hmc.create_session(buffer_size=WINDOW * SIZE,
-                                timeout=300) as sess:
+        with hmc.create_session(buffer_size=WINDOW * SIZE, timeout=300,
+                                progress_thread=False) as sess:
             sess.connect(peer_id=0, self_id=1, peer_ip="127.0.0.1",
                          data_port=port, conn=hmc.ConnType.UCX)
             sess.buf.put(array, offset=0)
@@ -122,7 +125,8 @@ def main():
         py_staged.append(python_run(True))
     med = statistics.median
     print("== Python put_bw: 1 MiB NumPy array, UCX_TLS=tcp,self, -n %d -w %d "
-          "-O %d, %d repetitions (median), tools alternating" %
+          "-O %d, no progress thread, %d repetitions (median), tools "
+          "alternating" %
           (ITERS, WARMUP, WINDOW, args.reps))
     for name, runs in (("hmcperf", c), ("python", py),
                        ("python+copy", py_staged)):

@@ -92,7 +92,8 @@ class IOBuffer:
     def backing(self):
         """"kmod", "mlock", "anon" or "device"."""
         lib = self._lib
-        return lib.hmc_buf_backing_name(lib.hmc_buf_backing(self.handle)).decode()
+        backing = lib.hmc_buf_backing(self.handle)
+        return lib.hmc_buf_backing_name(backing).decode()
 
     def __repr__(self):
         if self.closed:
@@ -155,7 +156,8 @@ def resolve_mem_type(mem_type, device_id=0):
     """MemoryType.DEFAULT becomes the first GPU type with a device, or CPU."""
     mem_type = MemoryType(mem_type)
     if mem_type in (MemoryType.CAMBRICON_MLU, MemoryType.MOORE_GPU):
-        raise HMCError(errno.ENODEV, "libhmc has no %s backend" % mem_type.name)
+        raise HMCError(errno.ENODEV,
+                       "libhmc has no %s backend" % mem_type.name)
     if mem_type != MemoryType.DEFAULT:
         return mem_type
     lib = _lib.lib()

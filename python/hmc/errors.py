@@ -34,7 +34,7 @@ class HMCError(OSError):
 
 
 class HMCTimeoutError(HMCError, TimeoutError):
-    """A wait reached its deadline (ETIMEDOUT); what it waited for is intact."""
+    """A wait reached its deadline (ETIMEDOUT); what it waited for stays."""
 
 
 class HMCBufferError(HMCError, ValueError):

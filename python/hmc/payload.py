@@ -29,7 +29,7 @@ _PyBUF_WRITABLE = 1
 
 
 class _PyBuffer(ctypes.Structure):
-    """Py_buffer (part of the stable ABI since Python 3.11, unchanged since 3.3)."""
+    """Py_buffer (stable ABI since Python 3.11, unchanged since 3.3)."""
     _fields_ = [
         ("buf", ctypes.c_void_p),
         ("obj", ctypes.c_void_p),

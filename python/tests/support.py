@@ -67,11 +67,12 @@ def try_import(name):
 class Peer:
     """A Python child process whose output lines can be waited for."""
 
-    def __init__(self, args, cwd=None):
+    def __init__(self, args, env=None):
         self.args = args
         self.proc = subprocess.Popen(
             [sys.executable] + args, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, env=CHILD_ENV, cwd=cwd)
+            stderr=subprocess.STDOUT, text=True,
+            env=dict(CHILD_ENV, **(env or {})))
         self.lines = []
         self._q = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -9,7 +9,7 @@ import re
 import unittest
 
 import hmc
-from support import PY_ROOT, TestCase, pattern, try_import
+from support import PEERS, PY_ROOT, Peer, TestCase, pattern, try_import
 
 np = try_import("numpy")
 torch = try_import("torch")
@@ -29,8 +29,9 @@ class BufferTest(TestCase):
         for i, src in enumerate(sources):
             off = 1000 * i + 7
             self.assertEqual(self.buf.put(src, offset=off), len(data))
-            for dst in (bytearray(len(data)), array.array("B", bytes(len(data))),
-                        memoryview(bytearray(len(data)))):
+            n = len(data)
+            for dst in (bytearray(n), array.array("B", bytes(n)),
+                        memoryview(bytearray(n))):
                 self.assertEqual(self.buf.get_into(dst, offset=off), len(data))
                 self.assertBytes(dst, data)
             self.assertBytes(self.buf.get(len(data), off), data)
@@ -66,7 +67,7 @@ class BufferTest(TestCase):
         with self.assertRaises(hmc.HMCError) as cm:
             self.buf.copy_within(SIZE - 5, 0, 10)
         self.assertEqual(cm.exception.errno, errno.ERANGE)
-        self.assertEqual(self.buf.put(b"", offset=SIZE), 0)   # empty, at the end
+        self.assertEqual(self.buf.put(b"", offset=SIZE), 0)   # empty, at end
         self.assertBytes(self.buf.get(SIZE), data)
 
     def test_copy_within_overlapping(self):
@@ -213,6 +214,30 @@ class CudaTest(TestCase):
         out = torch.empty_like(t)
         buf.get_into(out)
         self.assertTrue(torch.equal(out, t))
+
+
+GPU_MOCKS = os.path.join(os.environ.get("HMC_BUILD", ""), "tests", "gpu",
+                         "mock")
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(GPU_MOCKS, "libcuda.so.1")),
+                     "no mock GPU runtimes in $HMC_BUILD/tests/gpu/mock")
+class GpuMockTest(unittest.TestCase):
+    """GPU ConnBuffers and device pointers against tests/gpu's mock CUDA
+    driver and HIP runtime, in a child that finds them first."""
+
+    def test_mock_runtimes(self):
+        for kind in ("cuda", "rocm"):
+            with self.subTest(kind=kind):
+                env = {"LD_LIBRARY_PATH": GPU_MOCKS, "HMC_GPU_MOCK": "1"}
+                peer = Peer([os.path.join(PEERS, "gpu_mock.py"), kind],
+                            env=env)
+                try:
+                    status, out = peer.finish(timeout=60)
+                finally:
+                    peer.kill()
+                self.assertEqual((status, out.splitlines()[-1:]), (0, ["ok"]),
+                                 out)
 
 
 class ApiTest(unittest.TestCase):

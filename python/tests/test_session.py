@@ -32,6 +32,12 @@ class Base(TestCase):
         self.addCleanup(s.close)
         return s
 
+    def hello(self, cli, srv, srv_peer=LOOPBACK, cli_peer=LOOPBACK):
+        """A tag from @cli to @srv: then the listener knows the dialer too
+        (hmc_comm_connect() returns before the listener's side is up)."""
+        cli.ctrl_send(cli_peer, 0x5A)
+        self.assertEqual(srv.ctrl_recv(srv_peer), 0x5A)
+
 
 class IpKeyedTest(Base):
     """init_server(ip, port) / connect(ip, port) / put / get_into."""
@@ -50,6 +56,8 @@ class IpKeyedTest(Base):
         other = self.new(local_ip="127.0.0.2")
         other.connect(LOOPBACK, self.port, conn=UCX)
         self.assertEqual(other.rank, 0x7f000002)
+        self.hello(self.cli, self.srv)
+        self.hello(other, self.srv, "127.0.0.2")
         self.assertEqual(self.srv.peers, [0x7f000001, 0x7f000002])
 
     def test_messages_by_address(self):
@@ -71,7 +79,8 @@ class IpKeyedTest(Base):
         self.cli.put(LOOPBACK, msg, bias=4096, size=3000)
         self.assertBytes(self.srv.get(LOOPBACK), msg[:3000])
         self.srv.put(LOOPBACK, msg, bias=8192)
-        self.assertBytes(self.cli.get(10000, LOOPBACK, bias=8192), msg)  # get(size, ip)
+        self.assertBytes(self.cli.get(10000, LOOPBACK, bias=8192),  # size, ip
+                         msg)
         self.cli.put(LOOPBACK, msg, bias=100)
         with self.assertRaises(hmc.HMCError) as cm:     # not where it is
             self.srv.get(LOOPBACK, bias=0)
@@ -175,6 +184,7 @@ class RankKeyedTest(Base):
         self.cli.connect(peer_id=0, self_id=1, peer_ip=LOOPBACK,
                          data_port=self.ports["ucx"],
                          ctrl_tcp_port=self.ports["ctrl"], conn=UCX)
+        self.hello(self.cli, self.srv, 1, 0)
 
     def put_remote(self, **kw):
         return self.cli.put_remote(LOOPBACK, self.ports["ucx"], conn=UCX, **kw)
