@@ -535,6 +535,9 @@ static int post(struct hmc_comm *c, uint32_t rank, enum req_op op,
 		goto out;
 	}
 	ctx = c->xports[p->xops->type].ctx;
+	/* New work: the next round must progress the transport before sleeping. */
+	__atomic_store_n(&c->xports[p->xops->type].armed, false,
+			 __ATOMIC_RELAXED);
 	if (signal)
 		rc = p->xops->put_signal(ctx, p->xpeer, r, local_off,
 					 remote_off, len, *signal);
@@ -855,17 +858,31 @@ int hmc_comm_barrier(struct hmc_comm *c, int timeout_ms)
 	return rc;
 }
 
+/*
+ * Callers poll memory with this at the lowest latency: it progresses the
+ * transports only, and runs a full round (control sockets, handshakes)
+ * every PROGRESS_FULL_EVERY calls.
+ */
+#define PROGRESS_FULL_EVERY	32
+
 int hmc_comm_progress(struct hmc_comm *c)
 {
+	struct progress *pr;
 	int n;
 
 	if (!c)
 		return -EINVAL;
-	if (pthread_mutex_trylock(&c->progress.lock))
+	pr = &c->progress;
+	if (pthread_mutex_trylock(&pr->lock))
 		return 0;
-	__atomic_store_n(&c->progress.last_caller_ns, now_ns(),
-			 __ATOMIC_RELAXED);
-	n = progress_once(c, 0);
-	pthread_mutex_unlock(&c->progress.lock);
+	if (++pr->polls % PROGRESS_FULL_EVERY) {
+		n = progress_xports(c);
+		if (n)
+			comm_broadcast(c);
+	} else {
+		__atomic_store_n(&pr->last_caller_ns, now_ns(), __ATOMIC_RELAXED);
+		n = progress_once(c, 0);
+	}
+	pthread_mutex_unlock(&pr->lock);
 	return n;
 }

@@ -101,6 +101,12 @@ struct xport_slot {
 	const struct xport_ops *ops;
 	void *ctx;
 	struct psrc src;
+	/*
+	 * arm() succeeded and no progress ran since: until its event fd
+	 * fires, a round need not progress it nor arm it again (saves the
+	 * transport's syscalls on every sleep). Any progress or post clears it.
+	 */
+	bool armed;
 };
 
 struct progress {
@@ -110,6 +116,7 @@ struct progress {
 	struct psrc wake_src;
 	int thread_active;		/* atomic: the thread may hold the lock */
 	int callers_waiting;		/* atomic: callers blocked on the lock */
+	unsigned int polls;		/* hmc_comm_progress() calls (lock held) */
 	int64_t last_caller_ns;		/* atomic: last progress by a caller */
 	pthread_t thread;
 	bool has_thread;
@@ -230,6 +237,8 @@ void progress_lock(struct hmc_comm *c);
 void progress_unlock(struct hmc_comm *c);
 /* One round (progress.lock held): handle events, sleeping up to @timeout_ms. */
 int progress_once(struct hmc_comm *c, int timeout_ms);
+/* Progress the transports only (progress.lock held): the cheap part of a round. */
+int progress_xports(struct hmc_comm *c);
 /* Wake everyone waiting on comm->cond (takes comm->lock). */
 void comm_broadcast(struct hmc_comm *c);
 

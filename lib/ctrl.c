@@ -347,6 +347,7 @@ static void peer_input(struct hmc_comm *c, struct peer *p, struct conn *cn)
 {
 	const uint8_t *payload;
 	struct frame_hdr h;
+	bool drained = false;
 	ssize_t n;
 	int rc;
 
@@ -361,6 +362,8 @@ static void peer_input(struct hmc_comm *c, struct peer *p, struct conn *cn)
 		}
 		if (rc)
 			goto fail;
+		if (drained)	/* epoll reports what comes next */
+			return;
 		n = conn_fill(cn);
 		if (n == -EAGAIN)
 			return;
@@ -368,6 +371,7 @@ static void peer_input(struct hmc_comm *c, struct peer *p, struct conn *cn)
 			rc = (int)n;
 			goto fail;
 		}
+		drained = cn->rx_len < cn->rx_cap;	/* a short read */
 	}
 fail:
 	if (rc == -EPROTO)

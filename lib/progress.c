@@ -90,19 +90,36 @@ void progress_unlock(struct hmc_comm *c)
 	comm_broadcast(c);	/* a waiter may take over */
 }
 
-/* Transports only: the cheap part of a round, for spinning. */
-static int progress_xports(struct hmc_comm *c)
+static int progress_slot(struct xport_slot *x)
 {
-	int i, rc, n = 0;
+	int rc;
+
+	__atomic_store_n(&x->armed, false, __ATOMIC_RELAXED);
+	rc = x->ops->progress(x->ctx);
+	return rc > 0 ? rc : 0;
+}
+
+int progress_xports(struct hmc_comm *c)
+{
+	int i, n = 0;
+
+	for (i = 0; i < HMC_TRANSPORT_MAX; i++)
+		if (__atomic_load_n(&c->xports[i].ctx, __ATOMIC_ACQUIRE))
+			n += progress_slot(&c->xports[i]);
+	return n;
+}
+
+/* A round's first step: transports that are armed have nothing to do. */
+static int progress_unarmed_xports(struct hmc_comm *c)
+{
+	int i, n = 0;
 
 	for (i = 0; i < HMC_TRANSPORT_MAX; i++) {
 		struct xport_slot *x = &c->xports[i];
 
-		if (!__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE))
-			continue;
-		rc = x->ops->progress(x->ctx);
-		if (rc > 0)
-			n += rc;
+		if (__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) &&
+		    !__atomic_load_n(&x->armed, __ATOMIC_RELAXED))
+			n += progress_slot(x);
 	}
 	return n;
 }
@@ -114,9 +131,12 @@ static int arm_xports(struct hmc_comm *c)
 	for (i = 0; i < HMC_TRANSPORT_MAX; i++) {
 		struct xport_slot *x = &c->xports[i];
 
-		if (__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) &&
-		    x->ops->arm(x->ctx) == -EBUSY)
+		if (!__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&x->armed, __ATOMIC_RELAXED))
+			continue;
+		if (x->ops->arm(x->ctx) == -EBUSY)
 			return -EBUSY;
+		__atomic_store_n(&x->armed, true, __ATOMIC_RELAXED);
 	}
 	return 0;
 }
@@ -136,7 +156,7 @@ int progress_once(struct hmc_comm *c, int timeout_ms)
 	int64_t hs_deadline;
 	int i, nev, wait, n;
 
-	n = progress_xports(c);
+	n = progress_unarmed_xports(c);
 	n += ctrl_reap_failed(c);
 	hs_deadline = ctrl_expire_handshakes(c);
 
@@ -172,7 +192,8 @@ int progress_once(struct hmc_comm *c, int timeout_ms)
 			n += ctrl_input(c, src->ptr);
 			break;
 		case PSRC_XPORT:
-			n += progress_xports(c);
+			n += progress_slot(container_of(src, struct xport_slot,
+							src));
 			break;
 		}
 	}
