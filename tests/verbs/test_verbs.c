@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_verbs: what only the verbs transport has, on a real or soft-RoCE
+ * device (the communicator suite itself runs over verbs through test_comm
+ * with HMC_TEST_TRANSPORT=verbs).
+ *
+ *   test_verbs CASE [--chs N] [--ip IP]
+ *
+ *   edges     2 ranks: puts, gets and put_signals of 1 byte, a chunk less
+ *             one, a chunk, a chunk and one, and several chunks and a bit,
+ *             all in flight at once and waited in reverse order, every
+ *             byte checked (HMC_VERBS_CHUNK sets the chunk). The debug log
+ *             of the registration must say why a /dev/hmc buffer went to
+ *             ibv_reg_mr (on rxe: ibv_reg_dmabuf_mr is not supported) and
+ *             say nothing of dma-bufs for other buffers.
+ *   mismatch  2 ranks with 1 and --chs channels: the connect fails with
+ *             -EINVAL and nothing stays connected; with equal counts the
+ *             same ranks connect and move data.
+ *   vanish    3 ranks: rank 1 dies in the middle of transfers from rank 0
+ *             while a child of it keeps its control sockets open, so only
+ *             the queue pairs can tell: rank 0's requests fail with the
+ *             retry-exceeded error within VANISH_LIMIT_MS, the peer is
+ *             marked down, and rank 0 goes on with rank 2.
+ *
+ * The control plane listens on --ip (default 127.0.0.1); the data path
+ * takes HMC_IB_DEV or the first active port.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hmc/hmc.h>
+
+#include "itest.h"
+
+#define OP_TIMEOUT_MS	20000
+#define MIB		(1024 * 1024)
+#define VANISH_LIMIT_MS	6000	/* the QP gives up after about 1.9 s */
+#define TAG_SLEEPER	0x51ee9e0000000000ULL
+#define TAG_DONE	0xd0e0d0e0d0e0d0e0ULL
+
+struct cfg {
+	const char *ip;
+	uint32_t chs;
+};
+
+static int expect(int got, int want, const char *what)
+{
+	if (got == want)
+		return 0;
+	diag("%s: %s, want %s", what, hmc_strerror(got), hmc_strerror(want));
+	return 1;
+}
+
+/* ---------------------------------------------------------- log capture */
+
+static struct {
+	bool dmabuf_said;	/* a message about ibv_reg_dmabuf_mr */
+	bool dmabuf_eopnotsupp;	/* ... that says it is not supported */
+	bool fell_back;		/* ... and that ibv_reg_mr took over */
+	bool retry_exceeded;	/* a WR failed for want of an answer */
+} seen;
+
+static void capture(enum hmc_log_level level, const char *msg, void *arg)
+{
+	if (strstr(msg, "ibv_reg_dmabuf_mr") || strstr(msg, "dma-buf")) {
+		seen.dmabuf_said = true;
+		seen.dmabuf_eopnotsupp |= !!strstr(msg, hmc_strerror(-EOPNOTSUPP));
+		seen.fell_back |= !!strstr(msg, "registering the /dev/hmc mapping with ibv_reg_mr");
+		diag("log: %s", msg);
+	}
+	if (strstr(msg, "retry counter exceeded")) {
+		seen.retry_exceeded = true;
+		diag("log: %s", msg);
+	}
+}
+
+static int setup(struct mesh *m, const struct cfg *cfg, uint32_t chs,
+		 size_t size, struct hmc_buf **buf, struct hmc_comm **comm)
+{
+	HMC_OPTS(hmc_comm_opts, opts, .rank = (uint32_t)m->rank,
+		 .connect_timeout_ms = 15000, .op_timeout_ms = OP_TIMEOUT_MS,
+		 .num_chs = chs);
+
+	return comm_setup(m->rank, size, cfg->ip, &opts, buf, comm);
+}
+
+static int connect_all(struct mesh *m, struct hmc_comm *comm,
+		       const struct cfg *cfg)
+{
+	const char *ips[ITEST_MAX_RANKS];
+	int i;
+
+	for (i = 0; i < m->nranks; i++)
+		ips[i] = cfg->ip;
+	if (mesh_exchange(m, (uint16_t)hmc_comm_listen_port(comm)))
+		return -1;
+	return mesh_connect(m, comm, ips, 15000);
+}
+
+/* --------------------------------------------------------------- edges */
+
+static uint64_t chunk_size(void)
+{
+	const char *env = getenv("HMC_VERBS_CHUNK");
+
+	return env ? strtoull(env, NULL, 0) : MIB;
+}
+
+/*
+ * Each rank's buffer: [0, H) the source, then inboxes of H bytes for the
+ * peer's puts and put_signals and a landing zone for our gets. Op i of each
+ * kind moves lens[i] bytes at the same offsets within these regions.
+ */
+static int edges_rank(struct mesh *m, void *arg)
+{
+	const struct cfg *cfg = arg;
+	const uint64_t c = chunk_size();
+	const size_t lens[] = { 1, c - 1, c, c + 1, 3 * c + c / 2 + 7 };
+	const size_t n = sizeof(lens) / sizeof(lens[0]);
+	size_t off[sizeof(lens) / sizeof(lens[0])], h = 0, i;
+	uint64_t mine = 0xed6e0 + (uint64_t)m->rank, theirs = 0xed6e1 - (uint64_t)m->rank;
+	uint32_t peer = (uint32_t)(1 - m->rank);
+	enum hmc_buf_backing backing;
+	hmc_req_t reqs[2 * sizeof(lens) / sizeof(lens[0])];
+	struct hmc_comm *comm;
+	struct hmc_buf *buf;
+	uint8_t *p;
+	uint64_t tag;
+	int rc, bad = 0;
+
+	itest_prefix("edges chs=%u r%d: ", cfg->chs, m->rank);
+	for (i = 0; i < n; i++) {
+		off[i] = h + 3 * i;	/* unaligned, with gaps */
+		h = off[i] + lens[i];
+	}
+	hmc_set_log(capture, HMC_LOG_DEBUG, NULL);
+	if (setup(m, cfg, cfg->chs, 4 * h, &buf, &comm))
+		return 1;
+	p = hmc_buf_ptr(buf);
+	if (connect_all(m, comm, cfg))
+		goto out;
+
+	backing = hmc_buf_backing(buf);
+	if (backing == HMC_BUF_BACKING_KMOD)
+		tap(seen.dmabuf_said && seen.fell_back &&
+		    (seen.dmabuf_eopnotsupp ||
+		     strncmp(getenv("HMC_IB_DEV") ? getenv("HMC_IB_DEV") : "", "rxe", 3)),
+		    "a /dev/hmc buffer: the debug log says why it went to ibv_reg_mr (%s)",
+		    seen.dmabuf_eopnotsupp ? "ibv_reg_dmabuf_mr not supported" :
+		    "no dma-buf export");
+	else
+		tap(!seen.dmabuf_said, "a %s buffer: no dma-buf attempt in the log",
+		    hmc_buf_backing_name(backing));
+	hmc_set_log(NULL, HMC_LOG_ERROR, NULL);
+
+	data_fill(p, 0, h, mine);
+	for (i = 0; i < n; i++) {
+		data_unlike(p, h + off[i], lens[i], theirs, off[i]);
+		data_unlike(p, 2 * h + off[i], lens[i], theirs, off[i]);
+		data_unlike(p, 3 * h + off[i], lens[i], theirs, off[i]);
+	}
+	rc = hmc_comm_barrier(comm, OP_TIMEOUT_MS);
+	bad += expect(rc, 0, "barrier");
+
+	for (i = 0; i < n && !rc; i++) {
+		rc = hmc_comm_put_nb(comm, peer, off[i], h + off[i], lens[i],
+				     &reqs[2 * i]);
+		if (!rc)
+			rc = hmc_comm_get_nb(comm, peer, 3 * h + off[i], off[i],
+					     lens[i], &reqs[2 * i + 1]);
+		bad += expect(rc, 0, "post");
+	}
+	for (i = 2 * n; i-- > 0 && !rc;)
+		bad += expect(hmc_comm_wait(comm, reqs[i], OP_TIMEOUT_MS), 0,
+			      "wait, in reverse order");
+	for (i = 0; i < n && !bad; i++)
+		bad += expect(hmc_comm_put_signal(comm, peer, off[i],
+						  2 * h + off[i], lens[i], i),
+			      0, "put_signal");
+	if (!bad)
+		bad += expect(hmc_comm_flush(comm, peer), 0, "flush");
+	if (!bad)
+		bad += expect(hmc_comm_send_tag(comm, peer, TAG_DONE), 0,
+			      "done tag");
+
+	for (i = 0; i < n && !bad; i++) {
+		rc = hmc_comm_recv_tag(comm, peer, &tag, OP_TIMEOUT_MS);
+		if (rc || tag != i) {
+			diag("put_signal tag %zu: %s, 0x%llx", i,
+			     hmc_strerror(rc), (unsigned long long)tag);
+			bad++;
+			break;
+		}
+		bad += !data_check(p, 2 * h + off[i], lens[i], theirs, off[i],
+				   "put_signal data, on its tag");
+	}
+	if (!bad) {
+		rc = hmc_comm_recv_tag(comm, peer, &tag, OP_TIMEOUT_MS);
+		bad += expect(rc, 0, "done tag");
+	}
+	for (i = 0; i < n && !bad; i++) {
+		bad += !data_check(p, h + off[i], lens[i], theirs, off[i], "put");
+		bad += !data_check(p, 3 * h + off[i], lens[i], theirs, off[i],
+				   "get");
+	}
+	bad += !data_check(p, 0, h, mine, 0, "our source, only read");
+	tap(!bad, "put, get, put_signal of 1, %llu-1, %llu, %llu+1 and %zu bytes over %u channel(s), every byte checked",
+	    (unsigned long long)c, (unsigned long long)c, (unsigned long long)c,
+	    lens[n - 1], cfg->chs);
+	bad += expect(hmc_comm_barrier(comm, OP_TIMEOUT_MS), 0, "final barrier");
+out:
+	hmc_comm_destroy(comm);
+	hmc_buf_destroy(buf);
+	return bad || itest_failures();
+}
+
+/* ------------------------------------------------------------ mismatch */
+
+static int mismatch_rank(struct mesh *m, void *arg)
+{
+	const struct cfg *cfg = arg;
+	struct hmc_comm *comm;
+	struct hmc_buf *buf;
+	uint64_t tag = 0;
+	int rc, bad = 0;
+
+	itest_prefix("mismatch r%d: ", m->rank);
+	/* rank 0 starts with 1 channel, rank 1 has cfg->chs */
+	if (setup(m, cfg, m->rank ? cfg->chs : 1, 4 * MIB, &buf, &comm))
+		return 1;
+	if (mesh_exchange(m, (uint16_t)hmc_comm_listen_port(comm)))
+		goto out;
+	if (m->rank == 0) {
+		rc = hmc_comm_connect(comm, 1, cfg->ip, m->port[1],
+				      HMC_TRANSPORT_VERBS);
+		tap(rc == -EINVAL && !hmc_comm_is_connected(comm, 1),
+		    "1 channel against %u: connect says %s, not connected",
+		    cfg->chs, hmc_strerror(rc));
+		hmc_comm_destroy(comm);
+		hmc_buf_destroy(buf);
+		if (setup(m, cfg, cfg->chs, 4 * MIB, &buf, &comm))
+			return 1;
+		rc = hmc_comm_connect(comm, 1, cfg->ip, m->port[1],
+				      HMC_TRANSPORT_VERBS);
+		bad += expect(rc, 0, "connect with the same channel count");
+		data_fill(hmc_buf_ptr(buf), 0, MIB + 7, 0x3a7c4);
+		if (!rc)
+			rc = hmc_comm_put_signal(comm, 1, 0, 5, MIB + 7, TAG_DONE);
+		bad += expect(rc, 0, "put_signal");
+		if (!rc)
+			rc = hmc_comm_recv_tag(comm, 1, &tag, OP_TIMEOUT_MS);
+		bad += expect(rc, 0, "answer");
+	} else {
+		/* only the second attempt gets as far as a connected peer */
+		rc = wait_connected(comm, 0, true, OP_TIMEOUT_MS) ? 0 : -ENOTCONN;
+		if (!rc)
+			rc = hmc_comm_recv_tag(comm, 0, &tag, OP_TIMEOUT_MS);
+		bad += expect(rc, 0, "tag from the second attempt");
+		bad += !data_check(hmc_buf_ptr(buf), 5, MIB + 7, 0x3a7c4, 0,
+				   "put_signal data");
+		if (!rc)
+			rc = hmc_comm_send_tag(comm, 0, TAG_DONE);
+	}
+	tap(!bad && tag == TAG_DONE, "%u channels on both sides: connected, data and tag through",
+	    cfg->chs);
+out:
+	hmc_comm_destroy(comm);
+	hmc_buf_destroy(buf);
+	return bad || itest_failures();
+}
+
+/* -------------------------------------------------------------- vanish */
+
+/*
+ * A child that keeps this process's sockets (and so its control
+ * connections) open after it dies, and nothing else: it execs sleep with
+ * only the sockets left, so no mapping or descriptor of the RDMA device
+ * survives in it. Returns its pid, or -1.
+ */
+static pid_t hold_sockets(void)
+{
+	struct stat st;
+	pid_t pid = fork();
+	int fd, null;
+
+	if (pid)
+		return pid;
+	null = open("/dev/null", O_RDWR);
+	if (null < 0)
+		_exit(127);
+	for (fd = 0; fd < 3; fd++)
+		dup2(null, fd);
+	for (fd = 3; fd < 4096; fd++) {
+		if (fstat(fd, &st))
+			continue;
+		if (S_ISSOCK(st.st_mode))
+			fcntl(fd, F_SETFD, 0);
+		else
+			close(fd);
+	}
+	execl("/bin/sleep", "sleep", "60", (char *)NULL);
+	_exit(127);
+}
+
+static int vanish_survivor(struct mesh *m, struct hmc_comm *comm, uint8_t *p)
+{
+	hmc_req_t reqs[8];
+	int st[8], rc, bad = 0, failed = 0, i;
+	int64_t t0, t_err = -1;
+	pid_t sleeper;
+	uint64_t tag;
+
+	rc = hmc_comm_recv_tag(comm, 1, &tag, OP_TIMEOUT_MS);
+	if (rc || (tag & ~0xffffffffULL) != TAG_SLEEPER) {
+		diag("sleeper pid from rank 1: %s", hmc_strerror(rc));
+		return 1;
+	}
+	sleeper = (pid_t)(uint32_t)tag;
+	hmc_set_log(capture, HMC_LOG_INFO, NULL);
+
+	/* Seconds of transfers in flight when rank 1 dies. */
+	for (i = 0; i < 8; i++) {
+		rc = (i & 1) ? hmc_comm_get_nb(comm, 1, 28 * MIB, (size_t)i * 4 * MIB,
+					       4 * MIB, &reqs[i]) :
+			       hmc_comm_put_nb(comm, 1, (size_t)i * 4 * MIB,
+					       (size_t)i * 4 * MIB, 4 * MIB,
+					       &reqs[i]);
+		bad += expect(rc, 0, "post before the death");
+	}
+	if (bad || mesh_kill(m, 1))
+		return bad + 1;
+	t0 = itest_now_ms();
+	hmc_comm_wait_all(comm, reqs, 8, OP_TIMEOUT_MS, st);
+	for (i = 0; i < 8; i++) {
+		if (st[i] == -EINPROGRESS || st[i] == -ETIMEDOUT) {
+			diag("request %d still pending %d ms after the death",
+			     i, OP_TIMEOUT_MS);
+			bad++;
+		} else if (st[i] && !failed++) {
+			t_err = itest_now_ms();
+		}
+	}
+	/* If all of them made it before the end, the next one cannot. */
+	while (!failed && itest_now_ms() - t0 < OP_TIMEOUT_MS) {
+		rc = hmc_comm_get(comm, 1, 28 * MIB, 0, 64 * 1024);
+		if (rc) {
+			failed++;
+			t_err = itest_now_ms();
+		}
+	}
+	tap(failed && !bad && t_err - t0 <= VANISH_LIMIT_MS,
+	    "requests to a vanished peer fail %lld ms after its death (limit %d ms); %d of 8 in flight failed",
+	    (long long)(t_err - t0), VANISH_LIMIT_MS, failed);
+	tap(seen.retry_exceeded && kill(sleeper, 0) == 0,
+	    "it was the queue pair that noticed (retry exceeded), while the control connection stayed up");
+	hmc_set_log(NULL, HMC_LOG_ERROR, NULL);
+	tap(wait_connected(comm, 1, false, 5000), "rank 1 is marked down");
+	kill(sleeper, SIGKILL);
+
+	/* Life goes on with rank 2. */
+	data_fill(p, 0, 2 * MIB, 0x5a11);
+	rc = hmc_comm_put(comm, 2, 3, 11, 2 * MIB - 3);
+	if (!rc)
+		rc = hmc_comm_flush(comm, 2);
+	if (!rc)
+		rc = hmc_comm_send_tag(comm, 2, TAG_DONE);
+	if (!rc)
+		rc = hmc_comm_recv_tag(comm, 2, &tag, OP_TIMEOUT_MS);
+	if (!rc)
+		rc = hmc_comm_get(comm, 2, 4 * MIB, 11, 2 * MIB - 3);
+	bad += expect(rc, 0, "put, flush, tags and get with rank 2");
+	bad += !data_check(p, 4 * MIB, 2 * MIB - 3, 0x5a11, 3,
+			   "get of what we put at rank 2");
+	tap(!bad, "rank 0 goes on with rank 2: put, get, tags, every byte checked");
+	return bad;
+}
+
+static int vanish_rank(struct mesh *m, void *arg)
+{
+	const struct cfg *cfg = arg;
+	struct hmc_comm *comm;
+	struct hmc_buf *buf;
+	uint64_t tag;
+	pid_t sleeper;
+	int bad = 0;
+
+	itest_prefix("vanish chs=%u r%d: ", cfg->chs, m->rank);
+	if (setup(m, cfg, cfg->chs, 32 * MIB, &buf, &comm))
+		return 1;
+	if (connect_all(m, comm, cfg)) {
+		bad = 1;
+		goto out;
+	}
+	switch (m->rank) {
+	case 0:
+		bad = vanish_survivor(m, comm, hmc_buf_ptr(buf));
+		break;
+	case 1:
+		sleeper = hold_sockets();
+		if (sleeper < 0 ||
+		    hmc_comm_send_tag(comm, 0, TAG_SLEEPER | (uint32_t)sleeper)) {
+			bad = 1;
+			break;
+		}
+		hmc_comm_recv_tag(comm, 0, &tag, 60000);	/* killed here */
+		bad = 1;
+		break;
+	default:
+		bad += expect(hmc_comm_recv_tag(comm, 0, &tag, 60000), 0,
+			      "tag from rank 0");
+		bad += !data_check(hmc_buf_ptr(buf), 11, 2 * MIB - 3, 0x5a11,
+				   3, "rank 0's put");
+		bad += expect(hmc_comm_send_tag(comm, 0, TAG_DONE), 0, "answer");
+		/* rank 0 reads our buffer until it leaves */
+		wait_connected(comm, 0, false, 60000);
+		break;
+	}
+out:
+	hmc_comm_destroy(comm);
+	hmc_buf_destroy(buf);
+	return bad || itest_failures();
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "chs", required_argument, NULL, 'c' },
+		{ "ip", required_argument, NULL, 'i' },
+		{ 0 }
+	};
+	struct cfg cfg = { .ip = "127.0.0.1", .chs = 1 };
+	const char *name;
+	int opt, bad;
+
+	while ((opt = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			cfg.chs = (uint32_t)atoi(optarg);
+			break;
+		case 'i':
+			cfg.ip = optarg;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind + 1 != argc || !cfg.chs || cfg.chs > HMC_VERBS_MAX_CHANNELS) {
+		fprintf(stderr, "usage: test_verbs edges|mismatch|vanish [--chs N] [--ip IP]\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IONBF, 0);
+	/* mesh_connect() dials with this */
+	setenv("HMC_TEST_TRANSPORT", "verbs", 1);
+	name = argv[optind];
+	if (!strcmp(name, "edges"))
+		bad = mesh_run("edges", 2, edges_rank, &cfg, 120);
+	else if (!strcmp(name, "mismatch"))
+		bad = mesh_run("mismatch", 2, mismatch_rank, &cfg, 120);
+	else if (!strcmp(name, "vanish"))
+		bad = mesh_run("vanish", 3, vanish_rank, &cfg, 120);
+	else
+		return 2;
+	return bad ? 1 : 0;
+}
