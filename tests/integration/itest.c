@@ -425,12 +425,11 @@ static void kill_all(struct child *ch, int n)
 		reap(&ch[i], 0);
 }
 
-static void run_child(struct mesh *m, struct child *ch, int n, int up[][2],
-		      int down[][2], rank_fn fn, void *arg, int timeout_s)
+static void run_child(struct mesh *m, int n, int up[][2], int down[][2],
+		      rank_fn fn, void *arg, int timeout_s)
 {
 	int i, rc;
 
-	(void)ch;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	for (i = 0; i < n; i++) {
 		if (i == m->rank)
@@ -472,7 +471,7 @@ int mesh_run(const char *name, int n, rank_fn fn, void *arg, int timeout_s)
 		}
 		if (ch[i].pid == 0) {
 			m.rank = i;
-			run_child(&m, ch, n, up, down, fn, arg, timeout_s);
+			run_child(&m, n, up, down, fn, arg, timeout_s);
 		}
 	}
 	for (i = 0; i < n; i++) {
