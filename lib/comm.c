@@ -804,13 +804,15 @@ static bool barrier_cond(struct hmc_comm *c, void *arg)
 	for (i = 0; i < w->n; i++) {
 		struct peer *p = w->peers[i];
 
+		/* A peer that entered the barrier and left right after counts. */
+		if (p->barrier_seen >= p->barrier_sent)
+			continue;
 		if (p->state != PEER_CONNECTED) {
 			w->err = p->state == PEER_DOWN && p->error ?
 				 p->error : -ECONNRESET;
 			return true;
 		}
-		if (p->barrier_seen < p->barrier_sent)
-			return false;
+		return false;
 	}
 	return true;
 }
@@ -843,13 +845,18 @@ int hmc_comm_barrier(struct hmc_comm *c, int timeout_ms)
 			}
 	pthread_mutex_unlock(&c->lock);
 
-	for (i = 0; i < w.n && !rc; i++)
-		rc = conn_send(w.peers[i]->conn, FRAME_BARRIER, payload,
-			       (uint32_t)frame_encode_u64(payload,
+	/*
+	 * A send that fails to a peer that already entered and left does not
+	 * matter; to any other peer, the failure shows as the peer going down.
+	 */
+	for (i = 0; i < w.n; i++)
+		if (conn_send(w.peers[i]->conn, FRAME_BARRIER, payload,
+			      (uint32_t)frame_encode_u64(payload,
 						w.peers[i]->barrier_sent),
-			       deadline);
-	if (!rc)
-		rc = comm_wait(c, barrier_cond, &w, deadline, 0);
+			      deadline))
+			pr_debug("rank %u: barrier to rank %u not sent", c->rank,
+				 w.peers[i]->rank);
+	rc = comm_wait(c, barrier_cond, &w, deadline, 0);
 	if (!rc)
 		rc = w.err;
 	for (i = 0; i < w.n; i++)
