@@ -845,6 +845,36 @@ err:
 
 /* ------------------------------------------------------------ teardown */
 
+/*
+ * What a failing peer sent before it went: its tags and barriers still
+ * count, even when the transport noticed the failure before the control
+ * socket was read. Stops at anything else.
+ */
+static void peer_drain(struct hmc_comm *c, struct peer *p, struct conn *cn)
+{
+	const uint8_t *payload;
+	struct frame_hdr h;
+	uint64_t v;
+
+	for (;;) {
+		while (conn_next_frame(cn, &h, &payload) == 1) {
+			if (h.type != FRAME_TAG && h.type != FRAME_SIGNAL &&
+			    h.type != FRAME_BARRIER)
+				return;
+			frame_decode_u64(payload, h.len, &v);
+			pthread_mutex_lock(&c->lock);
+			if (h.type != FRAME_BARRIER)
+				ctrl_push_tag(p, v);
+			else if (v == p->barrier_seen + 1)
+				p->barrier_seen = v;
+			pthread_mutex_unlock(&c->lock);
+			conn_consume(cn, &h);
+		}
+		if (conn_fill(cn) <= 0)
+			return;
+	}
+}
+
 void ctrl_teardown(struct hmc_comm *c, struct peer *p, int err, bool remove,
 		   bool graceful)
 {
@@ -857,6 +887,12 @@ void ctrl_teardown(struct hmc_comm *c, struct peer *p, int err, bool remove,
 	if (p->state == PEER_GONE || (p->state == PEER_DOWN && !remove)) {
 		pthread_mutex_unlock(&c->lock);
 		return;
+	}
+	if (!graceful && p->conn && p->conn->in_epoll &&
+	    p->state == PEER_CONNECTED) {
+		pthread_mutex_unlock(&c->lock);
+		peer_drain(c, p, p->conn);
+		pthread_mutex_lock(&c->lock);
 	}
 	cn = p->conn;
 	xops = p->xops;
