@@ -20,6 +20,10 @@
 
 #include "hmc.h"
 
+/* Every live buffer, by HMC_A_BUF_ID, for the netlink dump. */
+DEFINE_XARRAY_ALLOC1(hmc_bufs);
+static u32 hmc_bufs_next;
+
 /* Charges the pages and counts a live buffer holding none of them yet. */
 struct hmc_buf *hmc_buf_new(struct hmc_ctx *ctx, u32 type,
 			    unsigned long nr_pages)
@@ -44,17 +48,26 @@ struct hmc_buf *hmc_buf_new(struct hmc_ctx *ctx, u32 type,
 		goto err_free;
 
 	kref_init(&buf->ref);
-	hmc_ctx_get(ctx);
 	buf->ctx = ctx;
 	buf->type = type;
 	buf->nr_pages = nr_pages;
 	atomic_set(&buf->nr_mappings, 0);
+	atomic_set(&buf->nr_exports, 0);
+	/* Entered last: the dump may read it from now on. */
+	ret = xa_alloc_cyclic(&hmc_bufs, &buf->id, buf, xa_limit_32b,
+			      &hmc_bufs_next, GFP_KERNEL);
+	if (ret < 0)
+		goto err_free_pages;
+	hmc_ctx_get(ctx);
 	hmc_stat_add(ctx, HMC_STAT_BUFS_LIVE, 1);
 	hmc_stat_add(ctx, HMC_STAT_BYTES_LIVE, nr_pages << PAGE_SHIFT);
 	hmc_stat_add(ctx, HMC_STAT_PAGES_PINNED, nr_pages);
 	hmc_stat_add(ctx, HMC_STAT_BUFS_CREATED, 1);
 	return buf;
 
+err_free_pages:
+	kvfree(buf->pages);
+	ret = ret == -EBUSY ? -ENOSPC : ret;
 err_free:
 	kfree(buf);
 err_uncharge:
@@ -74,6 +87,9 @@ static void hmc_buf_release(struct kref *ref)
 	struct hmc_ctx *ctx = buf->ctx;
 	unsigned long i;
 
+	xa_erase(&hmc_bufs, buf->id);
+	if (buf->announced)
+		hmc_event_buf(HMC_EVT_BUF_FREED, buf);
 	if (buf->type == HMC_BUF_TYPE_PINNED) {
 		hmc_pin_release(buf);
 	} else {
@@ -192,7 +208,8 @@ int hmc_ioctl_buf_alloc(struct hmc_ctx *ctx, struct hmc_ioctl_call *call)
 	}
 	arg->handle = buf->handle;
 	arg->mmap_offset = hmc_buf_mmap_offset(buf);
-	call->created = buf;
+	call->finish = hmc_ctx_finish_buf;
+	call->obj = buf;
 	return 0;
 }
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Per-open context: the owning process, its mm (for memlock charges) and the
- * table of buffer handles.
+ * Per-open context: the owning process, its mm (for memlock charges), the
+ * tables of buffer and import handles and the peers it reported.
  *
  * A handle is reserved while its buffer is being built and published only
  * once the ioctl has written it back to user space, so a failed copy leaves
  * nothing behind and nobody can map a half-made buffer.
  */
+#include <linux/idr.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
@@ -15,16 +16,30 @@
 
 #include "hmc.h"
 
+/* HMC_A_FILE_ID: unique among contexts alive. */
+static DEFINE_IDA(hmc_ctx_ida);
+
 struct hmc_ctx *hmc_ctx_create(void)
 {
 	struct hmc_ctx *ctx;
+	int id;
 
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
 	if (!ctx)
 		return NULL;
+	id = ida_alloc_min(&hmc_ctx_ida, 1, GFP_KERNEL);
+	if (id < 0) {
+		kfree(ctx);
+		return NULL;
+	}
+	ctx->id = id;
 	kref_init(&ctx->ref);
 	xa_init_flags(&ctx->bufs, XA_FLAGS_ALLOC1);
+	xa_init_flags(&ctx->imports, XA_FLAGS_ALLOC1);
+	mutex_init(&ctx->peer_lock);
+	INIT_LIST_HEAD(&ctx->peers);
 	ctx->owner = get_pid(task_tgid(current));
+	ctx->tgid = pid_nr(ctx->owner);
 	ctx->mm = current->mm;
 	mmgrab(ctx->mm);
 	return ctx;
@@ -40,8 +55,11 @@ static void hmc_ctx_free(struct kref *ref)
 	struct hmc_ctx *ctx = container_of(ref, struct hmc_ctx, ref);
 
 	xa_destroy(&ctx->bufs);
+	xa_destroy(&ctx->imports);
+	mutex_destroy(&ctx->peer_lock);
 	mmdrop(ctx->mm);
 	put_pid(ctx->owner);
+	ida_free(&hmc_ctx_ida, ctx->id);
 	kfree(ctx);
 }
 
@@ -50,14 +68,20 @@ void hmc_ctx_put(struct hmc_ctx *ctx)
 	kref_put(&ctx->ref, hmc_ctx_free);
 }
 
-/* The file is gone: drop every handle, then the file's reference. */
+/*
+ * The file is gone: its peers are disconnected, its imports released, its
+ * buffer handles dropped, then the file's reference.
+ */
 void hmc_ctx_release(struct hmc_ctx *ctx)
 {
-	struct hmc_buf *buf;
 	unsigned long handle;
+	struct hmc_buf *buf;
 
+	hmc_peers_release(ctx);
+	hmc_imports_release(ctx);
 	xa_for_each(&ctx->bufs, handle, buf) {
 		xa_erase(&ctx->bufs, handle);
+		WRITE_ONCE(buf->handle_live, false);
 		hmc_stat_add(ctx, HMC_STAT_HANDLES_LIVE, -1);
 		hmc_buf_put(buf);
 	}
@@ -90,13 +114,18 @@ int hmc_ctx_reserve_handle(struct hmc_ctx *ctx, struct hmc_buf *buf)
 }
 
 /* Publish a reserved handle, or give it back and drop the new buffer. */
-void hmc_ctx_finish_handle(struct hmc_ctx *ctx, struct hmc_buf *buf,
-			   bool publish)
+void hmc_ctx_finish_buf(struct hmc_ctx *ctx, struct hmc_ioctl_call *call,
+			bool publish)
 {
+	struct hmc_buf *buf = call->obj;
+
 	if (publish) {
 		/* Replaces the reserved entry: no allocation, cannot fail. */
 		xa_store(&ctx->bufs, buf->handle, buf, GFP_KERNEL);
+		WRITE_ONCE(buf->handle_live, true);
+		buf->announced = true;
 		hmc_stat_add(ctx, HMC_STAT_HANDLES_LIVE, 1);
+		hmc_event_buf(HMC_EVT_BUF_CREATED, buf);
 		return;
 	}
 	xa_release(&ctx->bufs, buf->handle);
@@ -128,6 +157,7 @@ int hmc_ctx_free_handle(struct hmc_ctx *ctx, u32 handle)
 	xa_unlock(&ctx->bufs);
 	if (!buf)
 		return -ENOENT;
+	WRITE_ONCE(buf->handle_live, false);
 	hmc_stat_add(ctx, HMC_STAT_HANDLES_LIVE, -1);
 	hmc_buf_put(buf);
 	return 0;

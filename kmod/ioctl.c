@@ -24,7 +24,9 @@ static int hmc_ioctl_version(struct hmc_ctx *ctx, struct hmc_ioctl_call *call)
 
 	arg->abi_major = HMC_ABI_MAJOR;
 	arg->abi_minor = HMC_ABI_MINOR;
-	arg->features = HMC_FEAT_BUF_ALLOC | HMC_FEAT_BUF_PIN | HMC_FEAT_NUMA;
+	arg->features = HMC_FEAT_BUF_ALLOC | HMC_FEAT_BUF_PIN | HMC_FEAT_NUMA |
+			HMC_FEAT_BUF_EXPORT | HMC_FEAT_PEER_IMPORT |
+			HMC_FEAT_PEER_STATE | HMC_FEAT_GENL;
 	arg->page_size = PAGE_SIZE;
 	arg->max_buf_size = HMC_BUF_MAX_SIZE;
 	return 0;
@@ -39,6 +41,11 @@ static const struct hmc_ioctl_desc hmc_ioctls[] = {
 	HMC_IOCTL(HMC_IOC_BUF_FREE, hmc_ioctl_buf_free),
 	HMC_IOCTL(HMC_IOC_BUF_INFO, hmc_ioctl_buf_info),
 	HMC_IOCTL(HMC_IOC_GET_STATS, hmc_ioctl_get_stats),
+	HMC_IOCTL(HMC_IOC_BUF_EXPORT, hmc_ioctl_buf_export),
+	HMC_IOCTL(HMC_IOC_PEER_IMPORT, hmc_ioctl_peer_import),
+	HMC_IOCTL(HMC_IOC_PEER_RELEASE, hmc_ioctl_peer_release),
+	HMC_IOCTL(HMC_IOC_PEER_INFO, hmc_ioctl_peer_info),
+	HMC_IOCTL(HMC_IOC_PEER_STATE, hmc_ioctl_peer_state),
 };
 
 static int hmc_ioctl_dispatch(struct hmc_ctx *ctx, unsigned int cmd,
@@ -76,9 +83,17 @@ static int hmc_ioctl_dispatch(struct hmc_ctx *ctx, unsigned int cmd,
 		    clear_user(uarg + ksize, usize - ksize))
 			ret = -EFAULT;
 	}
-	if (call.created)
-		hmc_ctx_finish_handle(ctx, call.created, !ret);
+	if (call.finish)
+		call.finish(ctx, &call, !ret);
 	return ret;
+}
+
+/* Errors that only say the request was malformed: no event for them. */
+static bool hmc_ioctl_err_malformed(int err)
+{
+	return err == -ENOTTY || err == -EINVAL || err == -E2BIG ||
+	       err == -EFAULT || err == -ENOENT || err == -EBADF ||
+	       err == -EINTR;
 }
 
 long hmc_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
@@ -87,7 +102,10 @@ long hmc_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
 	int ret;
 
 	ret = hmc_ioctl_dispatch(ctx, cmd, (void __user *)uarg);
-	if (ret)
+	if (ret) {
 		hmc_stat_add(ctx, HMC_STAT_ERRORS, 1);
+		if (!hmc_ioctl_err_malformed(ret))
+			hmc_event_error(ctx, _IOC_NR(cmd), ret);
+	}
 	return ret;
 }

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hmc.ko: /dev/hmc, a misc device with a dynamic minor. Each open file is a
- * context that belongs to the opening process; closing the file (or the
- * process dying) releases everything it holds.
+ * hmc.ko: /dev/hmc, a misc device with a dynamic minor, and the generic
+ * netlink family "hmc". Each open file is a context that belongs to the
+ * opening process; closing the file (or the process dying) releases
+ * everything it holds, except exported dma-bufs, which hold the module.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/build_bug.h>
+#include <linux/dma-mapping.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -49,6 +51,12 @@ static struct miscdevice hmc_misc = {
 	.fops	= &hmc_fops,
 };
 
+/* The device that PEER_IMPORT attaches to dma-bufs with. */
+struct device *hmc_dma_device(void)
+{
+	return hmc_misc.this_device;
+}
+
 /* The uapi layout is frozen: any change here is an ABI break. */
 static void __init hmc_check_abi(void)
 {
@@ -58,8 +66,15 @@ static void __init hmc_check_abi(void)
 	BUILD_BUG_ON(sizeof(struct hmc_buf_free) != 8);
 	BUILD_BUG_ON(sizeof(struct hmc_buf_info) != 48);
 	BUILD_BUG_ON(sizeof(struct hmc_stats) != 32);
-	BUILD_BUG_ON(HMC_STAT_COUNT != 8);
+	BUILD_BUG_ON(sizeof(struct hmc_buf_export) != 48);
+	BUILD_BUG_ON(sizeof(struct hmc_peer_import) != 64);
+	BUILD_BUG_ON(sizeof(struct hmc_peer_release) != 8);
+	BUILD_BUG_ON(sizeof(struct hmc_peer_info) != 112);
+	BUILD_BUG_ON(sizeof(struct hmc_sg_entry) != 16);
+	BUILD_BUG_ON(sizeof(struct hmc_peer_state) != 104);
+	BUILD_BUG_ON(HMC_STAT_COUNT != 15);
 	BUILD_BUG_ON(HMC_MMAP_SHIFT <= PAGE_SHIFT);
+	BUILD_BUG_ON((u64)HMC_HANDLE_MAX << HMC_MMAP_SHIFT >= HMC_MMAP_IMPORT);
 }
 
 static int __init hmc_init(void)
@@ -67,18 +82,39 @@ static int __init hmc_init(void)
 	int ret;
 
 	hmc_check_abi();
+	/* Events may flow as soon as /dev/hmc exists. */
+	ret = hmc_genl_init();
+	if (ret) {
+		pr_err("cannot register generic netlink family %s: %d\n",
+		       HMC_GENL_NAME, ret);
+		return ret;
+	}
 	ret = misc_register(&hmc_misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", HMC_DEVICE_NAME, ret);
-		return ret;
+		goto err_genl;
+	}
+	/* Imports are mapped for this device (udmabuf does the same). */
+	ret = dma_coerce_mask_and_coherent(hmc_misc.this_device,
+					   DMA_BIT_MASK(64));
+	if (ret) {
+		pr_err("cannot set the DMA mask: %d\n", ret);
+		goto err_misc;
 	}
 	pr_debug("loaded, ABI %d.%d\n", HMC_ABI_MAJOR, HMC_ABI_MINOR);
 	return 0;
+
+err_misc:
+	misc_deregister(&hmc_misc);
+err_genl:
+	hmc_genl_exit();
+	return ret;
 }
 
 static void __exit hmc_exit(void)
 {
 	misc_deregister(&hmc_misc);
+	hmc_genl_exit();
 	hmc_stats_check_idle();
 }
 
@@ -86,5 +122,5 @@ module_init(hmc_init);
 module_exit(hmc_exit);
 
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("HMC: pinned ConnBuffers and user-memory pinning for RDMA");
+MODULE_DESCRIPTION("HMC: pinned ConnBuffers, user-memory pinning, dma-buf export and import, fabric events");
 MODULE_VERSION(HMC_VERSION);

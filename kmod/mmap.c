@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * mmap of /dev/hmc: buffer handle h is mapped at offset h << HMC_MMAP_SHIFT,
- * whole or in part, MAP_SHARED only.
+ * whole or in part, MAP_SHARED only; the windows of imports lie above
+ * HMC_MMAP_IMPORT (import.c). Exported dma-bufs map their buffer with the
+ * same code.
  *
  * Kernel pages are inserted up front with vm_insert_pages, which keeps them
  * ordinary refcounted pages in a VM_MIXEDMAP VMA: get_user_pages, and thus
@@ -81,25 +83,21 @@ static const struct vm_operations_struct hmc_vm_ops_pinned = {
 	.fault	= hmc_vm_fault_pinned,
 };
 
-static int hmc_mmap_buf(struct hmc_ctx *ctx, struct vm_area_struct *vma)
+/*
+ * Maps @vma onto @buf from page (vm_pgoff & HMC_PGOFF_MASK) on and takes
+ * over the caller's reference to @buf, which the VMA then holds (on error
+ * it is dropped). Used for /dev/hmc and for exported dma-bufs alike.
+ */
+int hmc_buf_mmap(struct hmc_buf *buf, struct vm_area_struct *vma)
 {
 	unsigned long first = vma->vm_pgoff & HMC_PGOFF_MASK;
 	unsigned long nr = vma_pages(vma);
-	struct hmc_buf *buf;
 	int ret;
 
-	ret = hmc_ctx_check_owner(ctx);
-	if (ret)
-		return ret;
 	/* VM_MAYSHARE: MAP_SHARED, even of a read-only file. */
-	if (!(vma->vm_flags & VM_MAYSHARE))
-		return -EINVAL;
-	if (vma->vm_pgoff >> HMC_PGOFF_SHIFT > HMC_HANDLE_MAX)
-		return -EINVAL;
-	buf = hmc_ctx_get_buf(ctx, vma->vm_pgoff >> HMC_PGOFF_SHIFT);
-	if (!buf)
-		return -EINVAL;
 	ret = -EINVAL;
+	if (!(vma->vm_flags & VM_MAYSHARE))
+		goto err_put;
 	if (first >= buf->nr_pages || nr > buf->nr_pages - first)
 		goto err_put;
 	if (buf->readonly) {
@@ -122,7 +120,6 @@ static int hmc_mmap_buf(struct hmc_ctx *ctx, struct vm_area_struct *vma)
 		vm_flags_set(vma, VM_PFNMAP);
 		vma->vm_ops = &hmc_vm_ops_pinned;
 	}
-	/* The lookup's reference becomes the VMA's. */
 	hmc_vma_count(buf, 1);
 	return 0;
 
@@ -131,12 +128,28 @@ err_put:
 	return ret;
 }
 
+static int hmc_mmap_buf(struct hmc_ctx *ctx, struct vm_area_struct *vma)
+{
+	struct hmc_buf *buf;
+
+	if (vma->vm_pgoff >> HMC_PGOFF_SHIFT > HMC_HANDLE_MAX)
+		return -EINVAL;
+	buf = hmc_ctx_get_buf(ctx, vma->vm_pgoff >> HMC_PGOFF_SHIFT);
+	if (!buf)
+		return -EINVAL;
+	return hmc_buf_mmap(buf, vma);
+}
+
 int hmc_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct hmc_ctx *ctx = file->private_data;
 	int ret;
 
-	ret = hmc_mmap_buf(ctx, vma);
+	ret = hmc_ctx_check_owner(ctx);
+	if (!ret && vma->vm_pgoff & HMC_PGOFF_IMPORT)
+		ret = hmc_import_mmap(ctx, vma);
+	else if (!ret)
+		ret = hmc_mmap_buf(ctx, vma);
 	if (ret)
 		hmc_stat_add(ctx, HMC_STAT_ERRORS, 1);
 	return ret;

@@ -135,7 +135,8 @@ int hmc_ioctl_buf_pin(struct hmc_ctx *ctx, struct hmc_ioctl_call *call)
 		return ret;
 	}
 	arg->handle = buf->handle;
-	call->created = buf;
+	call->finish = hmc_ctx_finish_buf;
+	call->obj = buf;
 	return 0;
 }
 

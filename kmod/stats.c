@@ -17,6 +17,10 @@ static const enum hmc_stat hmc_live_stats[] = {
 	HMC_STAT_PAGES_PINNED,
 	HMC_STAT_MAPPINGS_LIVE,
 	HMC_STAT_HANDLES_LIVE,
+	HMC_STAT_EXPORTS_LIVE,
+	HMC_STAT_ATTACHMENTS_LIVE,
+	HMC_STAT_IMPORTS_LIVE,
+	HMC_STAT_PEERS_CONNECTED,
 };
 
 void hmc_stat_add(struct hmc_ctx *ctx, enum hmc_stat stat, s64 delta)
@@ -25,7 +29,21 @@ void hmc_stat_add(struct hmc_ctx *ctx, enum hmc_stat stat, s64 delta)
 	atomic64_add(delta, &hmc_global.val[stat]);
 }
 
-/* Module exit: files and mappings pin the module, so this cannot fire. */
+/* Counters of no file in particular (events). */
+void hmc_stat_add_global(enum hmc_stat stat, s64 delta)
+{
+	atomic64_add(delta, &hmc_global.val[stat]);
+}
+
+u64 hmc_stat_global(enum hmc_stat stat)
+{
+	return atomic64_read(&hmc_global.val[stat]);
+}
+
+/*
+ * Module exit: files, mappings and dma-bufs pin the module, so this cannot
+ * fire.
+ */
 void hmc_stats_check_idle(void)
 {
 	unsigned int i;
