@@ -1,36 +1,59 @@
 # hmc.ko tests (included by the top Makefile).
 #
 # test_kmod (Check) and kmod_bench run in the QEMU guest through
-# tests/vm/suites/10-kmod.sh and tests/vm/bench/10-kmod.sh; they are built
-# here on the host. `make test` also checks the ABI on the host: the uapi
+# tests/vm/suites/10-kmod.sh and tests/vm/bench/10-kmod.sh, test_dmabuf
+# (dma-buf export, import, vgem) through 20-dmabuf.sh; they are built here
+# on the host and share kmod_test.c (runner) and kmod_util.c. `make test` also checks the ABI on the host: the uapi
 # layout as user space compiles it (abi_check.c) and, with pahole, that no
 # struct hmc_* in the built hmc.ko has a hole.
 
 KMOD_TESTS_OUT	:= $(O)/tests/kmod
 KMOD_TEST	:= $(KMOD_TESTS_OUT)/test_kmod
+KMOD_DMABUF	:= $(KMOD_TESTS_OUT)/test_dmabuf
 KMOD_BENCH	:= $(KMOD_TESTS_OUT)/kmod_bench
 KMOD_ABI_CHECK	:= $(KMOD_TESTS_OUT)/abi_check
-KMOD_TESTS_HDRS	:= tests/kmod/kmod_util.h tests/kmod/kmod_test.h uapi/linux/hmc.h
-KMOD_TEST_OBJS	:= $(patsubst tests/kmod/%.c,$(KMOD_TESTS_OUT)/%.o, \
-		     $(wildcard tests/kmod/test_*.c) tests/kmod/kmod_util.c)
+KMOD_TESTS_HDRS	:= tests/kmod/kmod_util.h tests/kmod/kmod_test.h \
+		   tests/kmod/mover/hmc_test_mover.h \
+		   uapi/linux/hmc.h
+kmod_objs	= $(patsubst tests/kmod/%.c,$(KMOD_TESTS_OUT)/%.o,$(1))
+KMOD_TEST_COMMON := $(call kmod_objs,tests/kmod/kmod_test.c tests/kmod/kmod_util.c)
+KMOD_TEST_OBJS	:= $(call kmod_objs,$(wildcard tests/kmod/test_*.c))
+KMOD_DMABUF_OBJS := $(call kmod_objs,$(wildcard tests/kmod/dmabuf_*.c))
 VERBS_LIBS	:= $(shell pkg-config --libs libibverbs 2>/dev/null || echo -libverbs)
+# DRM uapi headers (vgem).
+KMOD_TEST_CFLAGS := $(shell pkg-config --cflags libdrm 2>/dev/null)
 # The uapi structs, which pahole must find in hmc.ko's debug info.
 KMOD_UAPI_STRUCTS := hmc_version hmc_buf_alloc hmc_buf_pin hmc_buf_free \
-		     hmc_buf_info hmc_stats
+		     hmc_buf_info hmc_stats hmc_buf_export hmc_peer_import \
+		     hmc_peer_release hmc_peer_info hmc_sg_entry hmc_peer_state
 
-# Programs the guest suites and benchmarks run (see tests/vm/vm.mk).
-VM_TEST_PROGS	+= $(KMOD_TEST) $(KMOD_BENCH)
+# Programs the guest suites and benchmarks run (see tests/vm/vm.mk), and
+# the test exporter module (tests/kmod/mover) that 20-dmabuf.sh loads; it
+# is built like hmc.ko and never installed.
+VM_TEST_PROGS	+= $(KMOD_TEST) $(KMOD_DMABUF) $(KMOD_BENCH) \
+		   kmod-test-mover
 
-.PHONY: kmod-tests kmod-abi-check
+.PHONY: kmod-tests kmod-abi-check kmod-test-mover kmod-test-mover-clean
 all: kmod-tests
-kmod-tests: $(KMOD_TEST) $(KMOD_BENCH)
+kmod-tests: $(KMOD_TEST) $(KMOD_DMABUF) $(KMOD_BENCH)
 _test: kmod-abi-check
+
+kmod-test-mover:
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod/mover W=1 modules
+
+clean: kmod-test-mover-clean
+kmod-test-mover-clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod/mover clean
 
 $(KMOD_TESTS_OUT)/%.o: tests/kmod/%.c $(KMOD_TESTS_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
+	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $(CHECK_CFLAGS) \
+		$(KMOD_TEST_CFLAGS) -c -o $@ $<
 
-$(KMOD_TEST): $(KMOD_TEST_OBJS)
+$(KMOD_TEST): $(KMOD_TEST_OBJS) $(KMOD_TEST_COMMON)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(VERBS_LIBS)
+
+$(KMOD_DMABUF): $(KMOD_DMABUF_OBJS) $(KMOD_TEST_COMMON)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(VERBS_LIBS)
 
 $(KMOD_BENCH): $(KMOD_TESTS_OUT)/kmod_bench.o $(KMOD_TESTS_OUT)/kmod_util.o

@@ -73,6 +73,57 @@ int hmc_stats(int fd, int global, uint64_t counters[HMC_STAT_COUNT])
 	return hmc_ioc(fd, HMC_IOC_GET_STATS, &s);
 }
 
+int hmc_export(int fd, uint32_t handle, uint32_t flags, uint64_t offset,
+	       uint64_t size, int *dmabuf)
+{
+	struct hmc_buf_export e = {
+		.handle = handle, .flags = flags, .offset = offset,
+		.size = size, .fd = -1,
+	};
+	int ret = hmc_ioc(fd, HMC_IOC_BUF_EXPORT, &e);
+
+	*dmabuf = ret ? -1 : e.fd;
+	return ret;
+}
+
+int hmc_import(int fd, int dmabuf, uint32_t flags, uint64_t offset,
+	       uint64_t size, struct hmc_peer_import *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->fd = dmabuf;
+	out->flags = flags;
+	out->offset = offset;
+	out->size = size;
+	return hmc_ioc(fd, HMC_IOC_PEER_IMPORT, out);
+}
+
+int hmc_release(int fd, uint32_t handle)
+{
+	struct hmc_peer_release r = { .handle = handle };
+
+	return hmc_ioc(fd, HMC_IOC_PEER_RELEASE, &r);
+}
+
+int hmc_peer_info(int fd, uint32_t handle, struct hmc_peer_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->handle = handle;
+	return hmc_ioc(fd, HMC_IOC_PEER_INFO, info);
+}
+
+int hmc_peer_report(int fd, uint64_t peer_id, uint32_t state, int32_t error,
+		    uint32_t transport, const void *addr, uint32_t addr_len)
+{
+	struct hmc_peer_state s = {
+		.peer_id = peer_id, .state = state, .error = error,
+		.transport = transport, .addr_len = addr_len,
+	};
+
+	if (addr_len <= sizeof(s.addr))
+		memcpy(s.addr, addr, addr_len);
+	return hmc_ioc(fd, HMC_IOC_PEER_STATE, &s);
+}
+
 void *hmc_map(int fd, uint64_t offset, size_t len, int prot)
 {
 	return mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)offset);

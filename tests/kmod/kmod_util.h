@@ -21,6 +21,16 @@ int hmc_pin(int fd, const void *addr, uint64_t size, uint32_t flags,
 int hmc_free(int fd, uint32_t handle);
 int hmc_info(int fd, uint32_t handle, struct hmc_buf_info *info);
 int hmc_stats(int fd, int global, uint64_t counters[HMC_STAT_COUNT]);
+/* BUF_EXPORT; the dma-buf fd in *dmabuf. */
+int hmc_export(int fd, uint32_t handle, uint32_t flags, uint64_t offset,
+	       uint64_t size, int *dmabuf);
+/* PEER_IMPORT of [offset, offset + size) of @dmabuf; results in *out. */
+int hmc_import(int fd, int dmabuf, uint32_t flags, uint64_t offset,
+	       uint64_t size, struct hmc_peer_import *out);
+int hmc_release(int fd, uint32_t handle);
+int hmc_peer_info(int fd, uint32_t handle, struct hmc_peer_info *info);
+int hmc_peer_report(int fd, uint64_t peer_id, uint32_t state, int32_t error,
+		    uint32_t transport, const void *addr, uint32_t addr_len);
 /* MAP_SHARED mapping of /dev/hmc; MAP_FAILED with errno on failure. */
 void *hmc_map(int fd, uint64_t offset, size_t len, int prot);
 

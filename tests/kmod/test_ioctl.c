@@ -17,7 +17,9 @@ START_TEST(version)
 	ck_assert_uint_eq(v.abi_major, HMC_ABI_MAJOR);
 	ck_assert_uint_eq(v.abi_minor, HMC_ABI_MINOR);
 	ck_assert_uint_eq(v.features, HMC_FEAT_BUF_ALLOC | HMC_FEAT_BUF_PIN |
-			  HMC_FEAT_NUMA);
+			  HMC_FEAT_NUMA | HMC_FEAT_BUF_EXPORT |
+			  HMC_FEAT_PEER_IMPORT | HMC_FEAT_PEER_STATE |
+			  HMC_FEAT_GENL);
 	ck_assert_uint_eq(v.page_size, pg);
 	ck_assert_uint_eq(v.pad, 0);
 	ck_assert_uint_eq(v.max_buf_size, HMC_BUF_MAX_SIZE);

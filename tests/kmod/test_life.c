@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* test_kmod: lifetimes: many cycles, close, process death, rmmod. */
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 
 #include "kmod_test.h"
 
@@ -96,50 +93,18 @@ static void die_holding_everything(void *arg)
 
 START_TEST(process_death_releases_all)
 {
-	pid_t pid;
-	int st;
-
-	sh->child[0] = 0;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		die_holding_everything(NULL);
-		_exit(0);
-	}
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
-		      "child: %s (status %#x)", sh->child, st);
+	run_child_killed(die_holding_everything, NULL);
 	expect_no_live();
 }
 END_TEST
 
 /* ---- module unload ------------------------------------------------- */
 
-static int delete_hmc(void)
-{
-	return syscall(SYS_delete_module, "hmc", O_NONBLOCK) ? -errno : 0;
-}
-
-/* Loads $HMC_KO unless hmc is loaded; 0 or -errno. */
-static int load_hmc(const char *ko)
-{
-	int fd, ret = 0;
-
-	if (!access("/sys/module/hmc", F_OK))
-		return 0;
-	fd = open(ko, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (syscall(SYS_finit_module, fd, "", 0))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 START_TEST(rmmod_refused_while_mapped)
 {
+	static const char *const what[] = { "an open file", "a mapping" };
 	const char *ko = getenv("HMC_KO");
-	int busy_fd, busy_map, gone, reload;
+	int busy[2];
 	uint8_t *p;
 	uint64_t off;
 	uint32_t h;
@@ -148,26 +113,16 @@ START_TEST(rmmod_refused_while_mapped)
 	if (!ko || !*ko)
 		SKIP("HMC_KO is not set");
 	fd = open_dev();
-	busy_fd = delete_hmc();
+	busy[0] = delete_hmc();
 	h = alloc_ok(fd, 8 * pg, &off);
 	p = map_ok(fd, off, 8 * pg);
 	pattern_fill(p, 8 * pg, 41);
 	EXPECT_OK(hmc_free(fd, h));
 	close(fd);
-	busy_map = delete_hmc();
+	busy[1] = delete_hmc();
 	expect_pattern(p, 8 * pg, 41);
 	ck_assert_int_eq(munmap(p, 8 * pg), 0);
-	gone = delete_hmc();
-	gone = gone ? gone : access(HMC_DEVICE_PATH, F_OK) ? 0 : -EEXIST;
-	/* Reload before asserting, so that later tests find the module. */
-	reload = load_hmc(ko);
-
-	ck_assert_msg(busy_fd == -EWOULDBLOCK || busy_fd == -EBUSY,
-		      "rmmod with an open file: %d", busy_fd);
-	ck_assert_msg(busy_map == -EWOULDBLOCK || busy_map == -EBUSY,
-		      "rmmod with a live mapping: %d", busy_map);
-	ck_assert_msg(!gone, "rmmod after munmap: %d", gone);
-	ck_assert_msg(!reload, "reloading %s: %s", ko, strerror(-reload));
+	expect_rmmod_sequence(ko, busy, what, 2);
 	fd = open_dev();
 	close(fd);
 	expect_no_live();
