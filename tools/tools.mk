@@ -32,3 +32,19 @@ RUN_FLAGS	?= -s 8,512,4K,64K,1M,4M -O 8
 _run: run-demo
 run-demo: $(HMCPERF)
 	UCX_TLS=$(RUN_UCX_TLS) $(HMCPERF) --loopback --validate $(RUN_FLAGS)
+
+# hmcstat: the netlink family of hmc.ko (events, counters, dumps), with
+# libnl-3; it needs neither libhmc nor /dev/hmc. The guest suites run it.
+HMCSTAT		:= $(O)/tools/hmcstat
+HMCSTAT_CFLAGS	:= $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
+HMCSTAT_LIBS	:= $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
+TOOLS_PROGS	+= $(HMCSTAT)
+VM_TEST_PROGS	+= $(HMCSTAT)
+
+all: $(HMCSTAT)
+install-tools: $(HMCSTAT)
+
+$(HMCSTAT): tools/hmcstat.c uapi/linux/hmc.h
+	@mkdir -p $(@D)
+	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $(HMCSTAT_CFLAGS) $< \
+		-o $@ $(HMCSTAT_LIBS)
