@@ -228,15 +228,17 @@ class _Comm:
         then destroy the communicator (not in a forked child)."""
         if self.pid != os.getpid():
             return
-        for rank, p in list(self.peers.items()):
-            if p.ack_due and self.lib.hmc_comm_is_connected(self.handle,
-                                                            rank):
-                try:
-                    self.recv(rank, TAG_ACK, self.linger,
-                              "lingering for the last put() to")
-                except HMCError:
-                    pass
-        self.lib.hmc_comm_destroy(self.handle)
+        try:
+            for rank, p in list(self.peers.items()):
+                if p.ack_due and self.lib.hmc_comm_is_connected(self.handle,
+                                                                rank):
+                    try:
+                        self.recv(rank, TAG_ACK, self.linger,
+                                  "lingering for the last put() to")
+                    except HMCError:
+                        pass
+        finally:                        # Ctrl-C cuts the linger short
+            self.lib.hmc_comm_destroy(self.handle)
 
 
 class Session:
