@@ -275,6 +275,22 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 					  blob + FRAME_XPORT_HDR_LEN,
 					  FRAME_XPORT_MAX_BLOB, &blob_len);
 
+	/*
+	 * Connected before the ACK leaves, so that once the dialer's connect
+	 * returns, this side already counts it as a peer. A failed send then
+	 * fails the peer like any broken connection.
+	 */
+	if (!rc) {
+		pthread_mutex_lock(&c->lock);
+		p->xops = slot->ops;
+		p->xpeer = xpeer;
+		p->buf_size = x.buf_size;
+		p->state = PEER_CONNECTED;
+		pthread_mutex_unlock(&c->lock);
+	} else if (xpeer) {
+		slot->ops->peer_destroy(slot->ctx, xpeer, false,
+					deadline_after_ms(0));
+	}
 	ack.status = rc;
 	ack.transport = x.transport;
 	ack.buf_size = hmc_buf_size(c->buf);
@@ -287,23 +303,13 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 				       deadline_after_ms(c->connect_timeout_ms));
 	if (!rc)
 		rc = send_rc;
-	if (rc) {
+	if (rc)
 		pr_info("rank %u: %s transport for rank %u failed: %s", c->rank,
 			hmc_transport_name(x.transport), p->rank,
 			hmc_strerror(rc));
-		if (xpeer)
-			slot->ops->peer_destroy(slot->ctx, xpeer, false,
-						deadline_after_ms(0));
-		goto out;
-	}
-	pthread_mutex_lock(&c->lock);
-	p->xops = slot->ops;
-	p->xpeer = xpeer;
-	p->buf_size = x.buf_size;
-	p->state = PEER_CONNECTED;
-	pthread_mutex_unlock(&c->lock);
-	pr_debug("rank %u: rank %u connected over %s", c->rank, p->rank,
-		 hmc_transport_name(x.transport));
+	else
+		pr_debug("rank %u: rank %u connected over %s", c->rank, p->rank,
+			 hmc_transport_name(x.transport));
 out:
 	free(blob);
 	return rc;

@@ -353,10 +353,14 @@ static void ucx_peer_destroy(void *ctx, void *xpeer, bool graceful,
 		ucp_rkey_destroy(up->rkey);
 	if (up->ep) {
 		/*
-		 * A forced close completes what is in flight with an error; it is
-		 * only allowed on endpoints with peer-failure handling.
+		 * A forced close cancels what is in flight. UCX asks for
+		 * peer-failure handling on both sides because the remote may see
+		 * transport errors; a teardown that is not graceful means the
+		 * remote failed or already closed its side, and flushing towards
+		 * a dead peer would leave its sends pending in the transport,
+		 * where they starve other peers' sends (posix shared memory).
 		 */
-		if (!graceful && up->peer_err_mode)
+		if (!graceful)
 			param.flags = UCP_EP_CLOSE_FLAG_FORCE;
 		req = ucp_ep_close_nbx(up->ep, &param);
 		wait_request(u, req, deadline);

@@ -238,7 +238,9 @@ int hmc_comm_listen_port(const struct hmc_comm *comm);
 
 /*
  * Connect to rank @peer listening on @ip:@port and bring up @transport to it.
- * The Unix socket is used when @ip is an address of this host. -EISCONN if
+ * On return both sides count each other as connected. The Unix socket is
+ * used when @ip is an address of this host (HMC_CTRL_TRANSPORT=tcp|unix
+ * forces one). -EISCONN if
  * already connected, -EACCES if authentication fails, -EEXIST if the peer
  * already has a connection from our rank, -ETIMEDOUT.
  */
