@@ -174,8 +174,10 @@ struct hmc_stats {
  * [@offset, @offset + @size) (page aligned; @size 0: up to the end), in a
  * new file descriptor @fd. Other drivers attach to it (RDMA's
  * ibv_reg_dmabuf_mr, GPUs, vgem), and it can be mapped with
- * mmap(MAP_SHARED) (offset 0 is the part's first byte); DMA_BUF_IOCTL_SYNC
- * brackets CPU access. The dma-buf holds the buffer and its RLIMIT_MEMLOCK
+ * mmap(MAP_SHARED) (offset 0 is the part's first byte; like /dev/hmc
+ * mappings, not inherited by fork); DMA_BUF_IOCTL_SYNC brackets CPU
+ * access. Pass the fd to another process (SCM_RIGHTS) to share the buffer
+ * with it. The dma-buf holds the buffer and its RLIMIT_MEMLOCK
  * charge: it stays valid after BUF_FREE, after /dev/hmc is closed and after
  * the process exits, until its last reference (fd, mapping, importer) is
  * gone; hmc.ko cannot be unloaded meanwhile.
