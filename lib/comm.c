@@ -19,18 +19,23 @@
 #define SECRET_MAX			4096
 #define REQ_SPIN_NS			(50 * 1000)	/* poll before sleeping */
 
-static const struct xport_ops *const xport_table[HMC_TRANSPORT_MAX] = {
+static const struct xport_ops *const xport_table[XPORT_SLOTS] = {
 	[HMC_TRANSPORT_UCX] = &xport_ucx_ops,
 	[HMC_TRANSPORT_VERBS] = &xport_verbs_ops,
+	[HMC_TRANSPORT_SHM] = &xport_shm_ops,
 };
 
 const char *hmc_transport_name(enum hmc_transport transport)
 {
 	switch (transport) {
+	case HMC_TRANSPORT_AUTO:
+		return "auto";
 	case HMC_TRANSPORT_UCX:
 		return "ucx";
 	case HMC_TRANSPORT_VERBS:
 		return "verbs";
+	case HMC_TRANSPORT_SHM:
+		return "shm";
 	}
 	return "unknown";
 }
@@ -144,7 +149,7 @@ int comm_xport(struct hmc_comm *c, enum hmc_transport type,
 	void *ctx;
 	int fd, rc = 0;
 
-	if ((unsigned int)type >= HMC_TRANSPORT_MAX || !xport_table[type])
+	if ((unsigned int)type >= XPORT_SLOTS || !xport_table[type])
 		return -EPROTONOSUPPORT;
 	slot = &c->xports[type];
 	pthread_mutex_lock(&c->xport_lock);
@@ -320,6 +325,8 @@ void hmc_comm_destroy(struct hmc_comm *c)
 	list_for_each_safe(n, tmp, &c->handshakes) {
 		struct conn *cn = container_of(n, struct conn, hs_node);
 
+		if (cn->hs == HS_DONE)	/* a peer's: torn down below */
+			continue;
 		progress_unwatch(c, cn->fd);
 		list_del(n);
 		conn_free(cn);
@@ -336,7 +343,7 @@ void hmc_comm_destroy(struct hmc_comm *c)
 	progress_unlock(c);
 	progress_fini(c);
 
-	for (i = 0; i < HMC_TRANSPORT_MAX; i++)
+	for (i = 0; i < XPORT_SLOTS; i++)
 		if (c->xports[i].ctx)
 			c->xports[i].ops->fini(c->xports[i].ctx);
 	req_table_fini(&c->reqs);
@@ -419,8 +426,8 @@ int hmc_comm_connect(struct hmc_comm *c, uint32_t peer, const char *ip,
 {
 	if (!c || !ip)
 		return -EINVAL;
-	if ((unsigned int)transport >= HMC_TRANSPORT_MAX ||
-	    !xport_table[transport])
+	if (transport != HMC_TRANSPORT_AUTO &&
+	    ((unsigned int)transport >= XPORT_SLOTS || !xport_table[transport]))
 		return -EPROTONOSUPPORT;
 	return ctrl_connect(c, peer, ip, port, transport);
 }
@@ -464,6 +471,21 @@ bool hmc_comm_is_connected(struct hmc_comm *c, uint32_t rank)
 	up = p && p->state == PEER_CONNECTED;
 	pthread_mutex_unlock(&c->lock);
 	return up;
+}
+
+int hmc_comm_peer_transport(struct hmc_comm *c, uint32_t rank)
+{
+	struct peer *p;
+	int rc;
+
+	if (!c)
+		return -EINVAL;
+	rc = peer_connected(c, rank, &p);
+	if (rc)
+		return rc;
+	rc = p->xops->type;
+	peer_put(p);
+	return rc;
 }
 
 int hmc_comm_peers(struct hmc_comm *c, uint32_t *ranks, size_t max)

@@ -28,7 +28,7 @@
 #include "util.h"
 #include "xport.h"
 
-#define HMC_TRANSPORT_MAX	(HMC_TRANSPORT_VERBS + 1)
+#define XPORT_SLOTS	(HMC_TRANSPORT_SHM + 1)
 
 /* What an epoll event refers to. */
 enum psrc_kind {
@@ -61,12 +61,12 @@ struct conn {
 	int rx_fds[SOCK_MAX_FDS];	/* descriptors received, oldest first */
 	int nr_rx_fds;
 	struct peer *peer;		/* once HS_DONE */
-	/* listener side, until HS_DONE */
+	/* listener side, until the peer is connected */
 	enum conn_hs hs;
 	int64_t deadline;
 	struct frame_hello hello;
 	uint8_t nonce[FRAME_NONCE_LEN];
-	struct list_node hs_node;	/* comm->handshakes */
+	struct list_node hs_node;	/* comm->handshakes, until connected */
 };
 
 enum peer_state {
@@ -142,7 +142,7 @@ struct hmc_comm {
 	pthread_cond_t cond;
 	unsigned int waiters;		/* threads in comm->cond */
 	struct peer *peers[PEER_HASH_SIZE];
-	struct list_node handshakes;	/* accepted conns before HS_DONE */
+	struct list_node handshakes;	/* accepted conns not yet connected */
 	struct list_node failing;	/* peers with a pending_error */
 
 	int tcp_lfd, unix_lfd;
@@ -150,7 +150,7 @@ struct hmc_comm {
 	struct psrc listen_src[2];
 
 	pthread_mutex_t xport_lock;	/* init of transports */
-	struct xport_slot xports[HMC_TRANSPORT_MAX];
+	struct xport_slot xports[XPORT_SLOTS];
 
 	struct req_table reqs;
 	struct progress progress;

@@ -245,7 +245,12 @@ static int xport_local_fd(struct xport_slot *slot, void *xpeer)
 	return slot->ops->peer_fd ? slot->ops->peer_fd(slot->ctx, xpeer) : -1;
 }
 
-/* The listener brings up the transport the dialer asked for. */
+/*
+ * The listener brings up the transport the dialer asked for. A transport
+ * that cannot come up is answered with its error and the dialer may ask
+ * for another (HMC_TRANSPORT_AUTO); only a malformed request or a failed
+ * answer is fatal.
+ */
 static int xport_accept(struct hmc_comm *c, struct peer *p,
 			const struct frame_hdr *h, const uint8_t *payload)
 {
@@ -254,13 +259,13 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 	struct xport_slot *slot = NULL;
 	void *xpeer = NULL;
 	uint32_t blob_len = 0;
-	int rc, send_rc;
+	int rc, send_rc, fatal = 0;
 
 	if (!blob)
 		return -ENOMEM;
 	rc = frame_decode_xport(payload, h->len, &x);
 	if (rc || x.status || p->state != PEER_XPORT) {
-		rc = -EPROTO;
+		fatal = -EPROTO;
 		goto out;
 	}
 	rc = comm_xport(c, x.transport, &slot);
@@ -287,6 +292,7 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 		p->buf_size = x.buf_size;
 		p->state = PEER_CONNECTED;
 		pthread_mutex_unlock(&c->lock);
+		list_del(&p->conn->hs_node);	/* no deadline any more */
 	} else if (xpeer) {
 		slot->ops->peer_destroy(slot->ctx, xpeer, false,
 					deadline_after_ms(0));
@@ -301,10 +307,10 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 				       (uint32_t)send_rc,
 				       rc ? -1 : xport_local_fd(slot, xpeer),
 				       deadline_after_ms(c->connect_timeout_ms));
-	if (!rc)
-		rc = send_rc;
-	if (rc)
-		pr_info("rank %u: %s transport for rank %u failed: %s", c->rank,
+	if (send_rc < 0)
+		fatal = send_rc;
+	else if (rc)
+		pr_info("rank %u: no %s transport for rank %u: %s", c->rank,
 			hmc_transport_name(x.transport), p->rank,
 			hmc_strerror(rc));
 	else
@@ -312,7 +318,7 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 			 hmc_transport_name(x.transport));
 out:
 	free(blob);
-	return rc;
+	return fatal;
 }
 
 /* One frame from an established peer: 0, 1 (peer gone), or an error. */
@@ -435,8 +441,7 @@ static int hs_welcome(struct hmc_comm *c, struct conn *cn)
 	if (old)
 		peer_put(old);
 
-	list_del(&cn->hs_node);
-	cn->hs = HS_DONE;
+	cn->hs = HS_DONE;	/* stays listed: the transport has a deadline too */
 	cn->peer = p;
 	rc = conn_send(cn, FRAME_WELCOME, NULL, 0,
 		       deadline_after_ms(c->connect_timeout_ms));
@@ -573,7 +578,11 @@ int64_t ctrl_expire_handshakes(struct hmc_comm *c)
 	list_for_each_safe(n, tmp, &c->handshakes) {
 		struct conn *cn = container_of(n, struct conn, hs_node);
 
-		if (cn->deadline <= now) {
+		if (cn->deadline <= now && cn->hs == HS_DONE) {
+			pr_info("rank %u: rank %u brought up no transport in time",
+				c->rank, cn->peer->rank);
+			ctrl_teardown(c, cn->peer, -ETIMEDOUT, true, false);
+		} else if (cn->deadline <= now) {
 			pr_info("rank %u: control handshake timed out", c->rank);
 			hs_drop(c, cn);
 		} else if (cn->deadline < next) {
@@ -774,6 +783,27 @@ out:
 	return rc;
 }
 
+/* HMC_TRANSPORT_AUTO: shm where both sides can (same host, /dev/hmc), else UCX. */
+static int dial_xport_auto(struct hmc_comm *c, struct peer *p,
+			   struct conn *cn, enum hmc_transport transport,
+			   int64_t deadline, struct xport_slot **slotp,
+			   void **xpeerp)
+{
+	int rc;
+
+	if (transport != HMC_TRANSPORT_AUTO)
+		return dial_xport(c, p, cn, transport, deadline, slotp, xpeerp);
+	if (cn->is_unix) {
+		rc = dial_xport(c, p, cn, HMC_TRANSPORT_SHM, deadline, slotp,
+				xpeerp);
+		if (rc != -EOPNOTSUPP && rc != -EPROTONOSUPPORT)
+			return rc;
+		pr_debug("rank %u: no shm transport to rank %u (%s): ucx",
+			 c->rank, p->rank, hmc_strerror(rc));
+	}
+	return dial_xport(c, p, cn, HMC_TRANSPORT_UCX, deadline, slotp, xpeerp);
+}
+
 int ctrl_connect(struct hmc_comm *c, uint32_t rank, const char *ip,
 		 uint16_t port, enum hmc_transport transport)
 {
@@ -808,7 +838,7 @@ int ctrl_connect(struct hmc_comm *c, uint32_t rank, const char *ip,
 	rc = dial(c, rank, ip, port, deadline, &cn);
 	if (rc)
 		goto err;
-	rc = dial_xport(c, p, cn, transport, deadline, &slot, &xpeer);
+	rc = dial_xport_auto(c, p, cn, transport, deadline, &slot, &xpeer);
 	if (rc) {
 		conn_free(cn);
 		goto err;
@@ -834,7 +864,8 @@ int ctrl_connect(struct hmc_comm *c, uint32_t rank, const char *ip,
 	progress_unlock(c);
 	if (!rc)
 		pr_debug("rank %u: connected to rank %u at %s:%u over %s (%s control)",
-			 c->rank, rank, ip, port, hmc_transport_name(transport),
+			 c->rank, rank, ip, port,
+			 hmc_transport_name(slot->ops->type),
 			 cn->is_unix ? "unix" : "tcp");
 	peer_put(p);
 	return rc;
@@ -916,6 +947,7 @@ void ctrl_teardown(struct hmc_comm *c, struct peer *p, int err, bool remove,
 				   deadline);
 	req_fail_peer(&c->reqs, p, err);
 	if (cn) {
+		list_del(&cn->hs_node);
 		if (graceful)
 			conn_send(cn, FRAME_BYE, NULL, 0,
 				  deadline_after_ms(REJECT_WAIT_MS));

@@ -103,7 +103,7 @@ int progress_xports(struct hmc_comm *c)
 {
 	int i, n = 0;
 
-	for (i = 0; i < HMC_TRANSPORT_MAX; i++)
+	for (i = 0; i < XPORT_SLOTS; i++)
 		if (__atomic_load_n(&c->xports[i].ctx, __ATOMIC_ACQUIRE))
 			n += progress_slot(&c->xports[i]);
 	return n;
@@ -114,7 +114,7 @@ static int progress_unarmed_xports(struct hmc_comm *c)
 {
 	int i, n = 0;
 
-	for (i = 0; i < HMC_TRANSPORT_MAX; i++) {
+	for (i = 0; i < XPORT_SLOTS; i++) {
 		struct xport_slot *x = &c->xports[i];
 
 		if (__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) &&
@@ -128,7 +128,7 @@ static int arm_xports(struct hmc_comm *c)
 {
 	int i;
 
-	for (i = 0; i < HMC_TRANSPORT_MAX; i++) {
+	for (i = 0; i < XPORT_SLOTS; i++) {
 		struct xport_slot *x = &c->xports[i];
 
 		if (!__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) ||

@@ -68,6 +68,7 @@ struct xport_ops {
 };
 
 extern const struct xport_ops xport_ucx_ops;
+extern const struct xport_ops xport_shm_ops;
 extern const struct xport_ops xport_verbs_ops;
 
 #endif

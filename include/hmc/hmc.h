@@ -182,11 +182,14 @@ struct hmc_comm;
 typedef uint64_t hmc_req_t;
 
 enum hmc_transport {
-	HMC_TRANSPORT_UCX = 1,		/* UCX (cma/posix/sysv on one host, tcp, ...) */
+	/* shm for a peer on this host when both buffers come from /dev/hmc, else ucx */
+	HMC_TRANSPORT_AUTO,
+	HMC_TRANSPORT_UCX,		/* UCX (posix/cma on one host, tcp, ...) */
 	HMC_TRANSPORT_VERBS,		/* ibverbs RC queue pairs */
+	HMC_TRANSPORT_SHM,		/* same host: copies into the peer's mapped buffer */
 };
 
-/* "ucx", "verbs". */
+/* "auto", "ucx", "verbs", "shm". */
 const char *hmc_transport_name(enum hmc_transport transport);
 
 #define HMC_COMM_F_NO_PROGRESS_THREAD	(1U << 0) /* caller drives progress */
@@ -252,6 +255,9 @@ int hmc_comm_disconnect(struct hmc_comm *comm, uint32_t peer);
 
 /* Whether @peer is connected and has not failed. */
 bool hmc_comm_is_connected(struct hmc_comm *comm, uint32_t peer);
+
+/* The transport a connected @peer uses, or a negative errno. */
+int hmc_comm_peer_transport(struct hmc_comm *comm, uint32_t peer);
 
 /* Ranks of connected peers: fills up to @max, returns how many there are. */
 int hmc_comm_peers(struct hmc_comm *comm, uint32_t *ranks, size_t max);
