@@ -36,6 +36,10 @@ int listener_open(struct listener *l, int rcvbuf);
 /* Receives until @count events came in all or @timeout_ms passed; the count. */
 int listener_wait(struct listener *l, int count, int timeout_ms);
 void listener_close(struct listener *l);
+/* Events the kernel has sent or dropped (global counters). */
+uint64_t events_done(int fd);
+/* Waits (10 s at most) until events_done() reaches @n. */
+void expect_events_done(int fd, uint64_t n);
 /* Parses one message of the family into @e. */
 void ev_parse(struct nl_msg *msg, struct ev *e);
 

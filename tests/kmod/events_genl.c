@@ -440,6 +440,23 @@ START_TEST(genl_permissions)
 }
 END_TEST
 
+uint64_t events_done(int fd)
+{
+	uint64_t c[HMC_STAT_COUNT];
+
+	get_stats(fd, 1, c);
+	return c[HMC_STAT_EVENTS_SENT] + c[HMC_STAT_EVENTS_DROPPED];
+}
+
+void expect_events_done(int fd, uint64_t n)
+{
+	uint64_t deadline = now_ns() + 10000000000ULL;
+
+	while (events_done(fd) < n && now_ns() < deadline)
+		usleep(10000);
+	ck_assert_uint_ge(events_done(fd), n);
+}
+
 /* Waits for @n events and checks their sequence numbers: +1 each. */
 static void expect_events(struct listener *l, int n)
 {
@@ -591,13 +608,15 @@ START_TEST(genl_overrun_shows_as_gap)
 {
 	static struct listener l;
 	int i, n, fd = open_dev();
+	uint64_t sent;
 
 	EXPECT_OK(listener_open(&l, 4096));
+	sent = events_done(fd);
 	for (i = 0; i < 2000; i++)
 		EXPECT_OK(hmc_peer_report(fd, 1, i % 2 ? HMC_PEER_DISCONNECTED :
 					  HMC_PEER_CONNECTED, 0, 0, NULL, 0));
-	/* Let the work item send them all, then read what was kept. */
-	usleep(500000);
+	/* Once the work item has sent them all, read what was kept. */
+	expect_events_done(fd, sent + 2000);
 	n = listener_wait(&l, 2000, 1000);
 	ck_assert_int_ge(l.overruns, 1);
 	ck_assert_int_ge(n, 1);

@@ -10,7 +10,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "kmod_test.h"
+#include "events.h"
 
 /* ---- a flat JSON object, as hmcstat writes them ------------------------- */
 
@@ -362,18 +362,19 @@ START_TEST(hmcstat_reports_lost_events)
 	static struct proc pr;
 	static struct jobj ev[8192];
 	char *argv[] = { (char *)hmcstat_path(), "-w", "-j", NULL };
-	uint64_t first = 0, last = 0, lost = 0, got = 0;
+	uint64_t first = 0, last = 0, lost = 0, got = 0, sent;
 	int i, n, overruns = 0, fd;
 	const char *e;
 
 	HMCSTAT_OR_SKIP();
 	start_watch(&pr, argv);
 	fd = open_dev();
+	sent = events_done(fd);
 	kill(pr.pid, SIGSTOP);
 	for (i = 0; i < 6000; i++)
 		EXPECT_OK(hmc_peer_report(fd, 1, i % 2 ? HMC_PEER_DISCONNECTED :
 					  HMC_PEER_CONNECTED, 0, 0, NULL, 0));
-	usleep(500000);
+	expect_events_done(fd, sent + 6000);
 	kill(pr.pid, SIGCONT);
 	usleep(200000);
 	EXPECT_OK(hmc_peer_report(fd, 99, HMC_PEER_CONNECTED, 0, 0, NULL, 0));
