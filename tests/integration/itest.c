@@ -595,7 +595,28 @@ enum hmc_transport itest_transport(int a, int b)
 		n++;
 	for (s = env, k = (a + b) % n; k; k--)
 		s = strchr(s, ',') + 1;
-	return strncmp(s, "verbs", 5) ? HMC_TRANSPORT_UCX : HMC_TRANSPORT_VERBS;
+	if (!strncmp(s, "verbs", 5))
+		return HMC_TRANSPORT_VERBS;
+	if (!strncmp(s, "shm", 3))
+		return HMC_TRANSPORT_SHM;
+	if (!strncmp(s, "auto", 4))
+		return HMC_TRANSPORT_AUTO;
+	return HMC_TRANSPORT_UCX;
+}
+
+/*
+ * The transport a pair must end up on: AUTO resolves to HMC_TEST_AUTO_IS
+ * (shm, ucx; default ucx), the rest to themselves.
+ */
+static enum hmc_transport expected_transport(int a, int b)
+{
+	enum hmc_transport t = itest_transport(a, b);
+	const char *env = getenv("HMC_TEST_AUTO_IS");
+
+	if (t != HMC_TRANSPORT_AUTO)
+		return t;
+	return env && !strcmp(env, "shm") ? HMC_TRANSPORT_SHM :
+					     HMC_TRANSPORT_UCX;
 }
 
 int comm_setup(int rank, size_t size, const char *ip,
@@ -664,6 +685,18 @@ int mesh_connect(struct mesh *m, struct hmc_comm *comm, const char *const *ips,
 		if (!wait_connected(comm, (uint32_t)q, true, timeout_ms)) {
 			diag("rank %d did not connect within %d ms", q,
 			     timeout_ms);
+			bad++;
+		}
+	}
+	for (q = 0; q < m->nranks && !bad; q++) {
+		if (q == m->rank)
+			continue;
+		rc = hmc_comm_peer_transport(comm, (uint32_t)q);
+		if (rc != (int)expected_transport(m->rank, q)) {
+			diag("rank %d is on transport %s, not %s", q,
+			     rc < 0 ? hmc_strerror(rc) :
+				      hmc_transport_name((enum hmc_transport)rc),
+			     hmc_transport_name(expected_transport(m->rank, q)));
 			bad++;
 		}
 	}

@@ -153,8 +153,9 @@ int comm_setup(int rank, size_t size, const char *ip,
 
 /*
  * The transport that ranks @a and @b use: HMC_TEST_TRANSPORT names one
- * (ucx, verbs) or a comma-separated list whose entry (a + b) % n a pair
- * takes, so that one process mixes them (default ucx). HMC_TEST_CHS sets
+ * (ucx, verbs, shm, auto) or a comma-separated list whose entry (a + b) % n
+ * a pair takes, so that one process mixes them (default ucx); with auto,
+ * HMC_TEST_AUTO_IS says what it must pick (shm or ucx). HMC_TEST_CHS sets
  * comm_setup()'s num_chs where the caller leaves it 0.
  */
 enum hmc_transport itest_transport(int a, int b);
@@ -162,7 +163,7 @@ enum hmc_transport itest_transport(int a, int b);
 /*
  * Full mesh: dial every higher rank at @ips[q] (the lower rank dials) over
  * itest_transport(), then wait until every lower rank is connected, within
- * @timeout_ms.
+ * @timeout_ms, and check that every pair is on the transport it expects.
  */
 int mesh_connect(struct mesh *m, struct hmc_comm *comm, const char *const *ips,
 		 int timeout_ms);
