@@ -132,16 +132,21 @@ static int shm_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
 	if (sp->fd < 0)		/* only a Unix control connection carries it */
 		return -EOPNOTSUPP;
 	size = get_be64(blob + 8);
-	/* A dma-buf reports its size; a lie about it must not be mapped. */
-	if (fstat(sp->fd, &st) || (uint64_t)st.st_size != size || !size)
+	/*
+	 * The dma-buf holds the peer's buffer rounded up to pages: it must
+	 * cover the size the peer announced (which the core checks every
+	 * remote range against), or the announcement is a lie.
+	 */
+	if (fstat(sp->fd, &st) || !size || (uint64_t)st.st_size < size)
 		return -EPROTO;
-	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, sp->fd, 0);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   sp->fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
 	close(sp->fd);
 	sp->fd = -1;
 	sp->remote = map;
-	sp->remote_size = size;
+	sp->remote_size = (uint64_t)st.st_size;
 	return 0;
 }
 
@@ -163,6 +168,12 @@ static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 	struct shm_peer *sp = xpeer;
 	struct shm_ctx *s = ctx;
 
+	/*
+	 * The core checked the range against the size the peer announced in
+	 * the control frame; the mapping is what may really be touched.
+	 */
+	if (op != REQ_FLUSH && range_check(sp->remote_size, remote_off, len))
+		return -ERANGE;
 	switch (op) {
 	case REQ_PUT:
 		memcpy(sp->remote + remote_off, s->base + local_off, len);
