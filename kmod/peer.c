@@ -20,7 +20,7 @@ static int hmc_peer_check(const struct hmc_peer_state *arg)
 	if (hmc_nonzero(arg->reserved, ARRAY_SIZE(arg->reserved)))
 		return -EINVAL;
 	if (arg->state < HMC_PEER_CONNECTED || arg->state > HMC_PEER_FAILED ||
-	    arg->transport > HMC_TRANSPORT_MAX ||
+	    arg->transport > HMC_PEER_TRANSPORT_MAX ||
 	    arg->addr_len > HMC_PEER_ADDR_MAX)
 		return -EINVAL;
 	if (memchr_inv(arg->addr + arg->addr_len, 0,

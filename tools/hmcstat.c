@@ -82,11 +82,11 @@ static const char *const buf_types[] = {
 };
 
 static const char *const transports[] = {
-	[HMC_TRANSPORT_UNSPEC] = "unspec",
-	[HMC_TRANSPORT_UCX] = "ucx",
-	[HMC_TRANSPORT_VERBS] = "verbs",
-	[HMC_TRANSPORT_SHM] = "shm",
-	[HMC_TRANSPORT_TCP] = "tcp",
+	[HMC_PEER_TRANSPORT_UNSPEC] = "unspec",
+	[HMC_PEER_TRANSPORT_UCX] = "ucx",
+	[HMC_PEER_TRANSPORT_VERBS] = "verbs",
+	[HMC_PEER_TRANSPORT_SHM] = "shm",
+	[HMC_PEER_TRANSPORT_TCP] = "tcp",
 };
 
 static const char *const import_states[] = {

@@ -303,9 +303,9 @@ START_TEST(genl_dumps)
 	for (i = 0; i < 20; i++)
 		addr[i] = 0xa0 + i;
 	EXPECT_OK(hmc_peer_report(fd, 41, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_VERBS, addr, 20));
+				  HMC_PEER_TRANSPORT_VERBS, addr, 20));
 	EXPECT_OK(hmc_peer_report(fd, 42, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_SHM, NULL, 0));
+				  HMC_PEER_TRANSPORT_SHM, NULL, 0));
 
 	n = request(HMC_CMD_GET_BUFS, NLM_F_DUMP, all, 4096);
 	ck_assert_int_ge(n, 2);
@@ -345,7 +345,7 @@ START_TEST(genl_dumps)
 	m = mine(all, n, e);
 	ck_assert_int_eq(m, 2);
 	ck_assert_uint_eq(e[0].peer_id, 41);
-	ck_assert_uint_eq(e[0].transport, HMC_TRANSPORT_VERBS);
+	ck_assert_uint_eq(e[0].transport, HMC_PEER_TRANSPORT_VERBS);
 	ck_assert_int_eq(e[0].addr_len, 20);
 	ck_assert_int_eq(memcmp(e[0].addr, addr, 20), 0);
 	ck_assert(HAS(&e[0], HMC_A_TIME_NS));
@@ -379,7 +379,7 @@ START_TEST(genl_dump_many)
 
 	for (i = 0; i < 1000; i++)
 		EXPECT_OK(hmc_peer_report(fd, i, HMC_PEER_CONNECTED, 0,
-					  HMC_TRANSPORT_UCX, &i, sizeof(i)));
+					  HMC_PEER_TRANSPORT_UCX, &i, sizeof(i)));
 	n = request(HMC_CMD_GET_PEERS, NLM_F_DUMP, all, 4096);
 	ck_assert_int_eq(mine(all, n, e), 1000);
 	for (i = 0; i < 1000; i++) {
@@ -501,11 +501,11 @@ START_TEST(genl_events_of_a_run)
 			     &dmabuf));
 	EXPECT_OK(hmc_import(fd, dmabuf, 0, 0, 0, &imp));
 	EXPECT_OK(hmc_peer_report(fd, 5, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_VERBS, addr, 16));
+				  HMC_PEER_TRANSPORT_VERBS, addr, 16));
 	EXPECT_OK(hmc_peer_report(fd, 5, HMC_PEER_FAILED, ETIMEDOUT, 0, NULL,
 				  0));
 	EXPECT_OK(hmc_peer_report(fd, 6, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_SHM, NULL, 0));
+				  HMC_PEER_TRANSPORT_SHM, NULL, 0));
 	run_child(refused_as_other_process, &fd);
 	EXPECT_OK(hmc_release(fd, imp.handle));
 	close(dmabuf);
@@ -533,14 +533,14 @@ START_TEST(genl_events_of_a_run)
 	ck_assert_str_eq(e[2].exporter, "hmc");
 	ck_assert_int_eq(e[3].cmd, HMC_EVT_PEER_CONNECTED);
 	ck_assert_uint_eq(e[3].peer_id, 5);
-	ck_assert_uint_eq(e[3].transport, HMC_TRANSPORT_VERBS);
+	ck_assert_uint_eq(e[3].transport, HMC_PEER_TRANSPORT_VERBS);
 	ck_assert_int_eq(e[3].addr_len, 16);
 	ck_assert_int_eq(memcmp(e[3].addr, addr, 16), 0);
 	ck_assert(!HAS(&e[3], HMC_A_ERRNO));
 	ck_assert_int_eq(e[4].cmd, HMC_EVT_PEER_FAILED);
 	ck_assert_uint_eq(e[4].peer_id, 5);
 	ck_assert_uint_eq(e[4].err, ETIMEDOUT);
-	ck_assert_uint_eq(e[4].transport, HMC_TRANSPORT_VERBS);
+	ck_assert_uint_eq(e[4].transport, HMC_PEER_TRANSPORT_VERBS);
 	ck_assert_int_eq(e[5].cmd, HMC_EVT_PEER_CONNECTED);
 	ck_assert_uint_eq(e[5].peer_id, 6);
 	/* The other process's refused ioctl. */

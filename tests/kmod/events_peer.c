@@ -18,17 +18,17 @@ START_TEST(peer_state_table)
 	int fd = open_dev();
 
 	EXPECT_OK(hmc_peer_report(fd, 1, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_VERBS, gid, sizeof(gid)));
+				  HMC_PEER_TRANSPORT_VERBS, gid, sizeof(gid)));
 	ck_assert_uint_eq(peers(fd, 0), 1);
 	/* Connected again: the same peer, updated. */
 	EXPECT_OK(hmc_peer_report(fd, 1, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_UCX, gid, 4));
+				  HMC_PEER_TRANSPORT_UCX, gid, 4));
 	ck_assert_uint_eq(peers(fd, 0), 1);
 	EXPECT_OK(hmc_peer_report(fd, 2, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_SHM, NULL, 0));
+				  HMC_PEER_TRANSPORT_SHM, NULL, 0));
 	ck_assert_uint_eq(peers(fd, 0), 2);
 	EXPECT_OK(hmc_peer_report(fd, 1, HMC_PEER_DISCONNECTED, 0,
-				  HMC_TRANSPORT_UCX, NULL, 0));
+				  HMC_PEER_TRANSPORT_UCX, NULL, 0));
 	ck_assert_uint_eq(peers(fd, 0), 1);
 	EXPECT_ERR(hmc_peer_report(fd, 1, HMC_PEER_DISCONNECTED, 0, 0, NULL,
 				   0), ENOENT);
@@ -39,7 +39,7 @@ START_TEST(peer_state_table)
 				   0, NULL, 0), ENOENT);
 	/* A connection that never came up may fail too. */
 	EXPECT_OK(hmc_peer_report(fd, 3, HMC_PEER_FAILED, ECONNREFUSED,
-				  HMC_TRANSPORT_TCP, gid, 16));
+				  HMC_PEER_TRANSPORT_TCP, gid, 16));
 	ck_assert_uint_eq(peers(fd, 0), 0);
 	/* Peer ids are per file. */
 	EXPECT_OK(hmc_peer_report(fd, 7, HMC_PEER_CONNECTED, 0, 0, NULL, 0));
@@ -63,7 +63,7 @@ START_TEST(peer_state_errors)
 	TRY_STATE(s.state = 0);
 	TRY_STATE(s.state = 4);
 	TRY_STATE(s.state = ~0U);
-	TRY_STATE(s.transport = HMC_TRANSPORT_MAX + 1);
+	TRY_STATE(s.transport = HMC_PEER_TRANSPORT_MAX + 1);
 	TRY_STATE(s.addr_len = HMC_PEER_ADDR_MAX + 1);
 	TRY_STATE(s.addr_len = ~0U);
 	TRY_STATE(s.addr[HMC_PEER_ADDR_MAX - 1] = 1);	/* after addr_len */
@@ -98,13 +98,13 @@ START_TEST(peer_table_limit)
 
 	for (i = 0; i < HMC_PEERS_MAX; i++)
 		EXPECT_OK(hmc_peer_report(fd, 1000 + i, HMC_PEER_CONNECTED, 0,
-					  HMC_TRANSPORT_UCX, &i, sizeof(i)));
+					  HMC_PEER_TRANSPORT_UCX, &i, sizeof(i)));
 	ck_assert_uint_eq(peers(fd, 0), HMC_PEERS_MAX);
 	EXPECT_ERR(hmc_peer_report(fd, 1, HMC_PEER_CONNECTED, 0, 0, NULL, 0),
 		   ENOSPC);
 	/* Known ones can still change. */
 	EXPECT_OK(hmc_peer_report(fd, 1000, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_SHM, NULL, 0));
+				  HMC_PEER_TRANSPORT_SHM, NULL, 0));
 	EXPECT_OK(hmc_peer_report(fd, 1001, HMC_PEER_DISCONNECTED, 0, 0,
 				  NULL, 0));
 	EXPECT_OK(hmc_peer_report(fd, 1, HMC_PEER_CONNECTED, 0, 0, NULL, 0));
@@ -121,7 +121,7 @@ static void die_with_peers(void *arg)
 	CHILD_CHECK(fd >= 0);
 	for (i = 0; i < 10; i++)
 		CHILD_CHECK(hmc_peer_report(fd, i, HMC_PEER_CONNECTED, 0,
-					    HMC_TRANSPORT_VERBS, gid,
+					    HMC_PEER_TRANSPORT_VERBS, gid,
 					    sizeof(gid)) == 0);
 	raise(SIGKILL);
 }

@@ -284,7 +284,7 @@ START_TEST(hmcstat_watch_captures_a_run)
 		_exit(0);
 	}
 	EXPECT_OK(hmc_peer_report(fd, peer, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_VERBS, gid, sizeof(gid)));
+				  HMC_PEER_TRANSPORT_VERBS, gid, sizeof(gid)));
 	kill(peer, SIGKILL);
 	ck_assert_int_eq(waitpid(peer, &st, 0), peer);
 	EXPECT_OK(hmc_peer_report(fd, peer, HMC_PEER_FAILED, ECONNRESET, 0,
@@ -337,7 +337,7 @@ START_TEST(hmcstat_watch_text)
 	start_watch(&pr, argv);
 	fd = open_dev();
 	EXPECT_OK(hmc_peer_report(fd, 9, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_SHM, "\x01\x02", 2));
+				  HMC_PEER_TRANSPORT_SHM, "\x01\x02", 2));
 	close(fd);
 	stop_watch(&pr, 500);
 	for (line = strtok_r(pr.text, "\n", &save); line && n < 2;
@@ -464,7 +464,7 @@ START_TEST(hmcstat_buffers_peers_imports)
 	EXPECT_OK(hmc_import(fd, dmabuf, HMC_PEER_IMPORT_F_READONLY, pg, pg,
 			     &imp));
 	EXPECT_OK(hmc_peer_report(fd, 77, HMC_PEER_CONNECTED, 0,
-				  HMC_TRANSPORT_TCP, "\xab", 1));
+				  HMC_PEER_TRANSPORT_TCP, "\xab", 1));
 
 	ck_assert_int_eq(run_hmcstat(&pr, argv_b), 0);
 	ck_assert_msg(!strncmp(pr.text, "{\"buffers\":[", 12), "%s", pr.text);

@@ -326,12 +326,13 @@ struct hmc_peer_info {
 #define HMC_PEER_DISCONNECTED		2
 #define HMC_PEER_FAILED			3
 
-#define HMC_TRANSPORT_UNSPEC		0
-#define HMC_TRANSPORT_UCX		1
-#define HMC_TRANSPORT_VERBS		2
-#define HMC_TRANSPORT_SHM		3
-#define HMC_TRANSPORT_TCP		4
-#define HMC_TRANSPORT_MAX		HMC_TRANSPORT_TCP
+/* The same values as libhmc's enum hmc_transport where both have a name. */
+#define HMC_PEER_TRANSPORT_UNSPEC	0
+#define HMC_PEER_TRANSPORT_UCX		1
+#define HMC_PEER_TRANSPORT_VERBS	2
+#define HMC_PEER_TRANSPORT_SHM		3
+#define HMC_PEER_TRANSPORT_TCP		4
+#define HMC_PEER_TRANSPORT_MAX		HMC_PEER_TRANSPORT_TCP
 
 #define HMC_PEER_ADDR_MAX		64
 #define HMC_PEERS_MAX			4096
