@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "comm.h"
+#include "devhmc.h"
 #include "log.h"
 #include "opts.h"
 #include "sock.h"
@@ -273,6 +274,8 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 	rc = req_table_init(&c->reqs);
 	if (rc)
 		goto err;
+	/* Peer reports are for monitors: without hmc.ko there are none. */
+	c->report_fd = devhmc_open(HMC_FEAT_PEER_STATE, NULL, HMC_LOG_DEBUG);
 	rc = progress_init(c);
 	if (rc)
 		goto err_reqs;
@@ -287,6 +290,8 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 err_progress:
 	progress_fini(c);
 err_reqs:
+	if (c->report_fd >= 0)
+		close(c->report_fd);
 	req_table_fini(&c->reqs);
 err:
 	free(c->ib_dev);
@@ -346,6 +351,8 @@ void hmc_comm_destroy(struct hmc_comm *c)
 	for (i = 0; i < XPORT_SLOTS; i++)
 		if (c->xports[i].ctx)
 			c->xports[i].ops->fini(c->xports[i].ctx);
+	if (c->report_fd >= 0)
+		close(c->report_fd);
 	req_table_fini(&c->reqs);
 	if (c->secret) {
 		explicit_bzero(c->secret, c->secret_len);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include <hmc/hmc.h>
+#include <linux/hmc.h>
 
 #include "frame.h"
 #include "req.h"
@@ -92,6 +93,9 @@ struct peer {
 	uint64_t *tags;			/* ring of received tags */
 	uint32_t tag_head, tag_count, tag_cap;
 	uint64_t barrier_sent, barrier_seen;
+	bool reported;			/* hmc.ko was told it connected */
+	uint32_t addr_len;		/* its address, as reported */
+	uint8_t addr[HMC_PEER_ADDR_MAX];
 	struct list_node reqs;		/* ACTIVE requests (req_table.lock) */
 	struct list_node fail_node;	/* comm->failing */
 	struct peer *hnext;		/* hash chain */
@@ -134,6 +138,7 @@ struct hmc_comm {
 	int op_timeout_ms;
 	uint8_t *secret;
 	size_t secret_len;
+	int report_fd;			/* /dev/hmc for PEER_STATE, or -1 */
 	uint32_t num_chs;		/* verbs options */
 	char *ib_dev;
 	uint8_t ib_port;

@@ -23,6 +23,7 @@
 
 #include "auth.h"
 #include "comm.h"
+#include "devhmc.h"
 #include "log.h"
 #include "sock.h"
 
@@ -188,6 +189,58 @@ int conn_recv_frame(struct conn *cn, struct frame_hdr *hdr,
 
 /* ------------------------------------------------------------------ peers */
 
+/*
+ * The address hmc.ko shows for a peer: its control connection's
+ * sockaddr_in or sockaddr_in6, or, over a Unix socket, { AF_UNIX, pid }.
+ */
+static void peer_address(struct peer *p, struct conn *cn)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	struct ucred cred;
+	uint32_t pid;
+
+	p->addr_len = 0;
+	if (cn->is_unix) {
+		len = sizeof(cred);
+		if (getsockopt(cn->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+			return;
+		ss.ss_family = AF_UNIX;
+		memcpy(p->addr, &ss.ss_family, sizeof(ss.ss_family));
+		pid = (uint32_t)cred.pid;
+		memcpy(p->addr + 4, &pid, sizeof(pid));
+		p->addr_len = 8;
+	} else if (!getpeername(cn->fd, (struct sockaddr *)&ss, &len) &&
+		   len <= sizeof(p->addr)) {
+		memcpy(p->addr, &ss, len);
+		p->addr_len = len;
+	}
+}
+
+/*
+ * Tell hmc.ko what became of @p, for hmcstat and other monitors: that it
+ * connected, or, if it had, that it disconnected (@err -ENOTCONN) or
+ * failed. Progress lock held.
+ */
+static void report_peer(struct hmc_comm *c, struct peer *p, uint32_t state,
+			int err)
+{
+	int rc;
+
+	if (c->report_fd < 0 || (state != HMC_PEER_CONNECTED && !p->reported))
+		return;
+	if (state == HMC_PEER_CONNECTED)
+		peer_address(p, p->conn);
+	rc = devhmc_peer_state(c->report_fd, p->rank, state,
+			       state == HMC_PEER_DISCONNECTED ? 0 : err,
+			       p->xops->type, p->addr, p->addr_len);
+	if (rc)
+		pr_debug("rank %u: PEER_STATE of rank %u: %s", c->rank, p->rank,
+			 hmc_strerror(rc));
+	else
+		p->reported = state == HMC_PEER_CONNECTED;
+}
+
 /* An errno carried in a REJECT frame, sanitised. */
 static int reject_errno(const uint8_t *p, uint32_t len)
 {
@@ -307,6 +360,8 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 				       (uint32_t)send_rc,
 				       rc ? -1 : xport_local_fd(slot, xpeer),
 				       deadline_after_ms(c->connect_timeout_ms));
+	if (!rc && send_rc >= 0)
+		report_peer(c, p, HMC_PEER_CONNECTED, 0);
 	if (send_rc < 0)
 		fatal = send_rc;
 	else if (rc)
@@ -858,6 +913,7 @@ int ctrl_connect(struct hmc_comm *c, uint32_t rank, const char *ip,
 		ctrl_teardown(c, p, rc, true, false);
 	} else {
 		cn->in_epoll = true;
+		report_peer(c, p, HMC_PEER_CONNECTED, 0);
 		if (cn->rx_len > cn->rx_off)	/* frames behind the ACK */
 			peer_input(c, p, cn);
 	}
@@ -942,6 +998,8 @@ void ctrl_teardown(struct hmc_comm *c, struct peer *p, int err, bool remove,
 		peer_unlink(c, p);
 	pthread_mutex_unlock(&c->lock);
 
+	report_peer(c, p, err == -ENOTCONN ? HMC_PEER_DISCONNECTED :
+		    HMC_PEER_FAILED, err);
 	if (xpeer)
 		xops->peer_destroy(c->xports[xops->type].ctx, xpeer, graceful,
 				   deadline);

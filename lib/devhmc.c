@@ -229,6 +229,23 @@ int devhmc_buf_alloc(int fd, uint64_t size, int numa_node,
 	return devhmc_ioctl(fd, HMC_IOC_BUF_ALLOC, alloc);
 }
 
+int devhmc_peer_state(int fd, uint64_t peer_id, uint32_t state, int err,
+		      uint32_t transport, const void *addr, uint32_t addr_len)
+{
+	struct hmc_peer_state arg = {
+		.peer_id = peer_id,
+		.state = state,
+		.error = -err,
+		.transport = transport,
+		.addr_len = addr_len,
+	};
+
+	if (addr_len > sizeof(arg.addr))
+		return -EINVAL;
+	memcpy(arg.addr, addr, addr_len);
+	return devhmc_ioctl(fd, HMC_IOC_PEER_STATE, &arg);
+}
+
 int devhmc_get_stats(int fd, bool global, uint64_t counters[HMC_STAT_COUNT])
 {
 	struct hmc_stats stats = {

@@ -37,6 +37,14 @@ int devhmc_ioctl(int fd, unsigned long cmd, void *arg);
 int devhmc_buf_alloc(int fd, uint64_t size, int numa_node,
 		     struct hmc_buf_alloc *alloc);
 
+/*
+ * PEER_STATE: a fabric peer @peer_id changed @state (HMC_PEER_*); @err is 0
+ * or a negative errno; @addr (@addr_len bytes, at most HMC_PEER_ADDR_MAX)
+ * is its address.
+ */
+int devhmc_peer_state(int fd, uint64_t peer_id, uint32_t state, int err,
+		      uint32_t transport, const void *addr, uint32_t addr_len);
+
 /* GET_STATS: this file's counters, or the module's with @global. */
 int devhmc_get_stats(int fd, bool global, uint64_t counters[HMC_STAT_COUNT]);
 

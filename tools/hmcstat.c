@@ -5,6 +5,7 @@
  * process's buffers, imports and peers. Like `ip monitor`: one line per
  * event, -j for JSON.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -225,15 +228,42 @@ static void out_flags(struct out *o, uint32_t flags)
 	out_str(o, "flags", *buf ? buf : "none");
 }
 
+/*
+ * A peer's address: libhmc reports its control connection's sockaddr_in or
+ * sockaddr_in6, or { AF_UNIX, pid } for a peer on this host; anything else
+ * is shown in hex.
+ */
 static void out_addr(struct out *o, const struct nlattr *a)
 {
+	char text[2 * HMC_PEER_ADDR_MAX + 1] = "", ip[INET6_ADDRSTRLEN];
 	const uint8_t *b = nla_data(a);
-	char hex[2 * HMC_PEER_ADDR_MAX + 1] = "";
 	int i, n = nla_len(a);
+	sa_family_t family;
+	uint32_t pid;
 
-	for (i = 0; i < n && i < HMC_PEER_ADDR_MAX; i++)
-		sprintf(hex + 2 * i, "%02x", b[i]);
-	out_str(o, "addr", n ? hex : "-");
+	if (n >= (int)sizeof(family))
+		memcpy(&family, b, sizeof(family));
+	if (n == sizeof(struct sockaddr_in) && family == AF_INET) {
+		struct sockaddr_in sin;
+
+		memcpy(&sin, b, sizeof(sin));
+		inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
+		snprintf(text, sizeof(text), "%s:%u", ip, ntohs(sin.sin_port));
+	} else if (n == sizeof(struct sockaddr_in6) && family == AF_INET6) {
+		struct sockaddr_in6 sin6;
+
+		memcpy(&sin6, b, sizeof(sin6));
+		inet_ntop(AF_INET6, &sin6.sin6_addr, ip, sizeof(ip));
+		snprintf(text, sizeof(text), "[%s]:%u", ip,
+			 ntohs(sin6.sin6_port));
+	} else if (n == 8 && family == AF_UNIX) {
+		memcpy(&pid, b + 4, sizeof(pid));
+		snprintf(text, sizeof(text), "unix:pid=%u", pid);
+	} else {
+		for (i = 0; i < n && i < HMC_PEER_ADDR_MAX; i++)
+			sprintf(text + 2 * i, "%02x", b[i]);
+	}
+	out_str(o, "addr", n ? text : "-");
 }
 
 static void out_errno(struct out *o, uint32_t err)

@@ -317,7 +317,10 @@ struct hmc_peer_info {
  * ESHUTDOWN.
  * @error: a positive errno value: 0 with CONNECTED, required with FAILED,
  * optional with DISCONNECTED. @addr: the peer's fabric address (a GID, a
- * sockaddr, ...) in its first @addr_len bytes, the rest zero.
+ * sockaddr, ...) in its first @addr_len bytes, the rest zero; libhmc passes
+ * its control connection's struct sockaddr_in or sockaddr_in6, or, for a
+ * peer on this host, 8 bytes: the sa_family_t AF_UNIX, 2 zero bytes, the
+ * peer's pid as a u32.
  * Errors: EINVAL (state, transport, error, addr_len, non-zero bytes after
  * the address, reserved), ENOENT (DISCONNECTED of a peer that is not
  * connected), ENOSPC (HMC_PEERS_MAX peers connected in this file), ENOMEM.
