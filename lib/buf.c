@@ -289,6 +289,36 @@ enum hmc_buf_backing hmc_buf_backing(const struct hmc_buf *buf)
 	return buf ? buf->backing : 0;
 }
 
+int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
+		      uint32_t flags, int *fd)
+{
+	struct hmc_buf_export exp = {
+		.flags = HMC_BUF_EXPORT_F_CLOEXEC,
+		.offset = offset,
+		.size = len,
+	};
+	int ret;
+
+	if (!buf || !fd || (flags & ~HMC_BUF_EXPORT_RDWR))
+		return -EINVAL;
+	ret = range_check(buf->size, offset, len);
+	if (ret)
+		return ret;
+	if (buf->backing != HMC_BUF_BACKING_KMOD) {
+		pr_debug("ConnBuffer %p: %s memory is not exportable", buf->ptr,
+			 hmc_buf_backing_name(buf->backing));
+		return -EOPNOTSUPP;
+	}
+	if (flags & HMC_BUF_EXPORT_RDWR)
+		exp.flags |= HMC_BUF_EXPORT_F_RDWR;
+	exp.handle = buf->handle;
+	ret = devhmc_ioctl(buf->devhmc_fd, HMC_IOC_BUF_EXPORT, &exp);
+	if (ret)
+		return ret == -ENOTTY ? -EOPNOTSUPP : ret;
+	*fd = exp.fd;
+	return 0;
+}
+
 const char *hmc_buf_backing_name(enum hmc_buf_backing backing)
 {
 	switch (backing) {

@@ -20,7 +20,6 @@
 
 #include "buf.h"
 #include "comm.h"
-#include "devhmc.h"
 #include "log.h"
 
 #define SHM_BLOB_MAGIC	0x484d4353u	/* "HMCS" */
@@ -49,31 +48,26 @@ static void shm_fini(void *ctx)
 
 static int shm_init(struct hmc_comm *comm, void **ctx)
 {
-	struct hmc_buf_export exp = {
-		.flags = HMC_BUF_EXPORT_F_CLOEXEC | HMC_BUF_EXPORT_F_RDWR,
-	};
 	struct shm_ctx *s;
 	int fd, rc;
 
-	rc = buf_devhmc(comm->buf, &fd, &exp.handle);
-	if (rc) {
-		pr_debug("shm transport: the ConnBuffer is not from /dev/hmc");
+	if (hmc_buf_mem_type(comm->buf) != HMC_MEM_CPU)
 		return -EOPNOTSUPP;
-	}
-	rc = devhmc_ioctl(fd, HMC_IOC_BUF_EXPORT, &exp);
+	rc = hmc_buf_export_fd(comm->buf, 0, 0, HMC_BUF_EXPORT_RDWR, &fd);
 	if (rc) {
-		pr_debug("shm transport: BUF_EXPORT: %s", hmc_strerror(rc));
-		return rc == -ENOTTY ? -EOPNOTSUPP : rc;
+		pr_debug("shm transport: ConnBuffer export: %s",
+			 hmc_strerror(rc));
+		return rc;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		close(exp.fd);
+		close(fd);
 		return -ENOMEM;
 	}
 	s->comm = comm;
 	s->base = hmc_buf_ptr(comm->buf);
 	s->size = hmc_buf_size(comm->buf);
-	s->export_fd = exp.fd;
+	s->export_fd = fd;
 	*ctx = s;
 	return 0;
 }

@@ -162,6 +162,19 @@ int hmc_buf_read(struct hmc_buf *buf, size_t offset, void *dst, size_t len,
 int hmc_buf_copy_within(struct hmc_buf *buf, size_t dst_offset,
 			size_t src_offset, size_t len);
 
+#define HMC_BUF_EXPORT_RDWR	(1U << 0)	/* importers may write */
+
+/*
+ * A dma-buf of [@offset, @offset + @len) of @buf (page aligned; @len 0 means
+ * to the end) in a new close-on-exec descriptor *@fd: for another driver
+ * (ibv_reg_dmabuf_mr, a GPU) or, over a Unix socket, another process, which
+ * can mmap it. It stays valid after the buffer is destroyed, until its last
+ * user closes it. Buffers from /dev/hmc are exported by hmc.ko; other CPU
+ * backings cannot be (-EOPNOTSUPP).
+ */
+int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
+		      uint32_t flags, int *fd);
+
 /* ----------------------------------------------------------------------
  * Communicator: one ConnBuffer, a rank, the control plane and the
  * transports. Peers are addressed by rank.
