@@ -14,6 +14,7 @@
  *            falls back to anonymous memory; hmc stays unloaded.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -166,6 +167,53 @@ static void check_kmod_buffer(struct hmc_buf *buf)
 	munmap(second, len);
 }
 
+/*
+ * hmc_buf_export_fd(): the dma-buf maps the buffer's own pages (whole and
+ * a part), read-only unless asked, and outlives the buffer.
+ */
+static void check_export(struct hmc_buf *buf)
+{
+	const size_t size = hmc_buf_size(buf), page = (size_t)getpagesize();
+	unsigned char *whole, *part;
+	int fd, fd_part, fd_ro, ret;
+
+	pattern_fill(hmc_buf_ptr(buf), size, 41);
+	ret = hmc_buf_export_fd(buf, 0, 0, HMC_BUF_EXPORT_RDWR, &fd);
+	if (!tap(ret == 0, "export_fd of the whole buffer (%s)",
+		 hmc_strerror(ret)))
+		return;
+	tap(fcntl(fd, F_GETFD) & FD_CLOEXEC, "the dma-buf fd is close-on-exec");
+	whole = mmap(NULL, page_round(size), PROT_READ | PROT_WRITE, MAP_SHARED,
+		     fd, 0);
+	tap(whole != MAP_FAILED && pattern_mismatch(whole, size, 41) < 0,
+	    "its mapping shows every byte of the buffer");
+	ret = hmc_buf_export_fd(buf, page, 2 * page, 0, &fd_part);
+	part = ret ? MAP_FAILED :
+		     mmap(NULL, 2 * page, PROT_READ, MAP_SHARED, fd_part, 0);
+	tap(part != MAP_FAILED &&
+	    !memcmp(part, (unsigned char *)hmc_buf_ptr(buf) + page, 2 * page),
+	    "a part [page, 3 pages) maps exactly those bytes");
+	ret = hmc_buf_export_fd(buf, 0, 0, 0, &fd_ro);
+	tap(!ret && mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd_ro,
+			 0) == MAP_FAILED,
+	    "without HMC_BUF_EXPORT_RDWR it cannot be mapped writable");
+	tap(hmc_buf_export_fd(buf, 1, page, 0, &fd_ro) == -EINVAL &&
+	    hmc_buf_export_fd(buf, 0, page_round(size) + page, 0, &fd_ro) ==
+	    -ERANGE && hmc_buf_export_fd(buf, 0, 0, 0x80, &fd_ro) == -EINVAL,
+	    "unaligned, out of range and unknown flags are refused");
+	if (whole != MAP_FAILED) {
+		whole[7] ^= 0xff;	/* writes through the dma-buf land in it */
+		tap(((unsigned char *)hmc_buf_ptr(buf))[7] == whole[7],
+		    "a write through the dma-buf lands in the buffer");
+		munmap(whole, page_round(size));
+	}
+	if (part != MAP_FAILED)
+		munmap(part, 2 * page);
+	close(fd_ro);
+	close(fd_part);
+	close(fd);
+}
+
 static struct hmc_buf *create(uint32_t flags, int node, int *ret)
 {
 	HMC_OPTS(hmc_buf_opts, opts, .flags = flags, .numa_node = node);
@@ -212,6 +260,7 @@ static void mode_kmod(void)
 		hmc_buf_backing_name(hmc_buf_backing(buf)))) {
 		check_kmod_buffer(buf);
 		check_data(buf, "kmod");
+		check_export(buf);
 	}
 	hmc_buf_destroy(buf);
 	check_stats_zero("after destroy");

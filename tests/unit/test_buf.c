@@ -364,6 +364,24 @@ START_TEST(test_require_kmod)
 }
 END_TEST
 
+/* Only buffers from /dev/hmc can be exported; arguments are checked first. */
+START_TEST(test_export_without_module)
+{
+	struct hmc_buf *buf;
+	int fd = -1;
+
+	ck_assert_int_eq(hmc_buf_create(HMC_MEM_CPU, 0, 1 << 16, NULL, &buf), 0);
+	ck_assert_int_ne(hmc_buf_backing(buf), HMC_BUF_BACKING_KMOD);
+	ck_assert_int_eq(hmc_buf_export_fd(buf, 0, 0, 0, &fd), -EOPNOTSUPP);
+	ck_assert_int_eq(hmc_buf_export_fd(buf, 0, 0, 1U << 5, &fd), -EINVAL);
+	ck_assert_int_eq(hmc_buf_export_fd(buf, 1 << 16, 1, 0, &fd), -ERANGE);
+	ck_assert_int_eq(hmc_buf_export_fd(buf, 0, 0, 0, NULL), -EINVAL);
+	ck_assert_int_eq(hmc_buf_export_fd(NULL, 0, 0, 0, &fd), -EINVAL);
+	ck_assert_int_eq(fd, -1);
+	hmc_buf_destroy(buf);
+}
+END_TEST
+
 START_TEST(test_range_helper)
 {
 	ck_assert_int_eq(range_check(100, 0, 100), 0);
@@ -675,6 +693,7 @@ int main(void)
 		printf("SKIP: /dev/hmc exists: the fallback tests need a host without hmc.ko (the guest tests cover /dev/hmc)\n");
 	} else {
 		tcase_add_test(tc, test_without_module);
+		tcase_add_test(tc, test_export_without_module);
 		tcase_add_test(tc, test_require_kmod);
 		tcase_add_test(tc, test_mlock_refused);
 	}
