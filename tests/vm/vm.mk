@@ -38,7 +38,11 @@ SUDO		:= $(if $(filter 0,$(shell id -u)),,sudo)
 # `dkms remove` reads the registration's dkms.conf from DKMS_SRC, so the
 # sources of this tree (same version) go there first, in case the old
 # ones were deleted. Any output of `dkms status`, an error included,
-# means that this version is registered.
+# means that this version is registered. A registration made by an older
+# tree of the same version (another dkms.conf: other modules) may survive
+# `dkms remove`, which judges it by the new dkms.conf: its state is then
+# dropped by hand, so that `dkms add` starts clean.
+DKMS_STATE	:= /var/lib/dkms/hmc/$(VERSION)
 define dkms_copy_sources
 	$(SUDO) rm -rf $(DKMS_SRC)
 	$(SUDO) install -d $(DKMS_SRC)
@@ -48,6 +52,10 @@ define dkms_remove
 	@if [ -n "$$(dkms status hmc/$(VERSION) 2>&1)" ]; then \
 		echo "$(SUDO) dkms remove hmc/$(VERSION) --all"; \
 		$(SUDO) dkms remove hmc/$(VERSION) --all; \
+	fi; \
+	if [ -e $(DKMS_STATE) ]; then \
+		echo "dkms: dropping a stale registration, $(DKMS_STATE)"; \
+		$(SUDO) rm -rf $(DKMS_STATE); \
 	fi
 endef
 
