@@ -30,6 +30,7 @@
 #define RX_MIN		4096u
 #define TAGS_MAX	(1u << 20)	/* unread tags per peer before we call it a flood */
 #define REJECT_WAIT_MS	100
+#define CLOSE_FLUSH_MS	2000	/* a graceful close waits this long for its peer */
 
 /* ------------------------------------------------------------------ conns */
 
@@ -974,7 +975,8 @@ void ctrl_teardown(struct hmc_comm *c, struct peer *p, int err, bool remove,
 	const struct xport_ops *xops;
 	struct conn *cn;
 	void *xpeer;
-	int64_t deadline = deadline_after_ms(graceful ? c->op_timeout_ms : 0);
+	int64_t deadline = deadline_after_ms(graceful ? min_t(int, c->op_timeout_ms,
+							   CLOSE_FLUSH_MS) : 0);
 
 	pthread_mutex_lock(&c->lock);
 	if (p->state == PEER_GONE || (p->state == PEER_DOWN && !remove)) {

@@ -15,6 +15,7 @@
  * never straight to stderr.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include "log.h"
 
 #define UCX_PROGRESS_BATCH	64
+#define UCX_CLOSE_SPIN_NS	(100 * 1000)
 
 struct ucx_ctx {
 	struct hmc_comm *comm;
@@ -328,14 +330,28 @@ out:
 	return rc;
 }
 
-/* Progress until @req completes or @deadline passes; lock held. */
+/*
+ * Progress until @req completes or @deadline passes; lock held. After a
+ * short spin it sleeps on the worker's event fd, so that a peer slow to
+ * answer (a close's flush waits for it) costs no CPU.
+ */
 static void wait_request(struct ucx_ctx *u, void *req, int64_t deadline)
 {
+	int64_t spin_until = now_ns() + UCX_CLOSE_SPIN_NS;
+	struct pollfd pfd = { .fd = u->efd, .events = POLLIN };
+	int left;
+
 	if (!UCS_PTR_IS_PTR(req))
 		return;
 	while (ucp_request_check_status(req) == UCS_INPROGRESS &&
-	       !deadline_passed(deadline))
-		ucp_worker_progress(u->worker);
+	       !deadline_passed(deadline)) {
+		if (ucp_worker_progress(u->worker) || now_ns() < spin_until)
+			continue;
+		if (ucp_worker_arm(u->worker) != UCS_OK)
+			continue;
+		left = deadline_remaining_ms(deadline);
+		poll(&pfd, 1, left < 0 || left > 100 ? 100 : left);
+	}
 	ucp_request_free(req);	/* completes internally if still going */
 }
 

@@ -236,7 +236,7 @@ struct hmc_comm_opts {
 int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 		    struct hmc_comm **comm);
 
-/* Disconnect every peer, stop listening and free the communicator. */
+/* Disconnect every peer (as hmc_comm_disconnect()), stop listening, free it. */
 void hmc_comm_destroy(struct hmc_comm *comm);
 
 uint32_t hmc_comm_rank(const struct hmc_comm *comm);
@@ -263,7 +263,10 @@ int hmc_comm_listen_port(const struct hmc_comm *comm);
 int hmc_comm_connect(struct hmc_comm *comm, uint32_t peer, const char *ip,
 		     uint16_t port, enum hmc_transport transport);
 
-/* Close the connection to @peer; its in-flight requests fail with -ENOTCONN. */
+/*
+ * Close the connection to @peer: operations in flight get up to 2 s (or
+ * op_timeout_ms if shorter) to finish, then fail with -ENOTCONN.
+ */
 int hmc_comm_disconnect(struct hmc_comm *comm, uint32_t peer);
 
 /* Whether @peer is connected and has not failed. */
