@@ -128,6 +128,7 @@ void comm_peer_error(struct hmc_comm *c, struct peer *p, int err)
 	    !p->pending_error) {
 		p->pending_error = err ? err : -EIO;
 		list_add_tail(&c->failing, &peer_get(p)->fail_node);
+		__atomic_add_fetch(&c->nr_failing, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -771,11 +772,13 @@ int hmc_comm_send_tag(struct hmc_comm *c, uint32_t peer, uint64_t tag)
 struct tag_wait {
 	uint32_t rank;
 	int err;
+	bool got;
+	uint64_t tag;
 };
 
 /*
- * A tag is queued, or the peer is down. A rank that has not connected yet
- * is waited for. comm->lock held.
+ * Takes the next tag of the peer, or notes that it is down. A rank that
+ * has not connected yet is waited for. comm->lock held.
  */
 static bool tag_cond(struct hmc_comm *c, void *arg)
 {
@@ -784,8 +787,13 @@ static bool tag_cond(struct hmc_comm *c, void *arg)
 
 	if (!p)
 		return false;
-	if (p->tag_count)
+	if (p->tag_count) {	/* tags that came before a failure still count */
+		w->tag = p->tags[p->tag_head];
+		p->tag_head = (p->tag_head + 1) % p->tag_cap;
+		p->tag_count--;
+		w->got = true;
 		return true;
+	}
 	if (p->state == PEER_DOWN) {
 		w->err = p->error ? p->error : -ECONNRESET;
 		return true;
@@ -797,7 +805,6 @@ int hmc_comm_recv_tag(struct hmc_comm *c, uint32_t peer, uint64_t *tag,
 		      int timeout_ms)
 {
 	struct tag_wait w = { .rank = peer };
-	struct peer *p;
 	int rc;
 
 	if (!c || !tag)
@@ -805,18 +812,10 @@ int hmc_comm_recv_tag(struct hmc_comm *c, uint32_t peer, uint64_t *tag,
 	rc = comm_wait(c, tag_cond, &w, deadline_after_ms(timeout_ms), 0);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&c->lock);
-	p = peer_lookup_locked(c, peer);
-	if (p && p->tag_count) {	/* tags that came before a failure still count */
-		*tag = p->tags[p->tag_head];
-		p->tag_head = (p->tag_head + 1) % p->tag_cap;
-		p->tag_count--;
-		rc = 0;
-	} else {
-		rc = w.err ? w.err : -ENOTCONN;
-	}
-	pthread_mutex_unlock(&c->lock);
-	return rc;
+	if (!w.got)
+		return w.err;
+	*tag = w.tag;
+	return 0;
 }
 
 struct barrier_wait {

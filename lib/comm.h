@@ -145,10 +145,11 @@ struct hmc_comm {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	unsigned int waiters;		/* threads in comm->cond */
+	unsigned int waiters;		/* atomic: threads in comm->cond */
 	struct peer *peers[PEER_HASH_SIZE];
 	struct list_node handshakes;	/* accepted conns not yet connected */
 	struct list_node failing;	/* peers with a pending_error */
+	unsigned int nr_failing;	/* atomic: their number */
 
 	int tcp_lfd, unix_lfd;
 	uint16_t tcp_port;

@@ -628,8 +628,12 @@ int ctrl_accept(struct hmc_comm *c, int lfd, bool is_unix)
 
 int64_t ctrl_expire_handshakes(struct hmc_comm *c)
 {
-	int64_t next = DEADLINE_NEVER, now = now_ns();
+	int64_t next = DEADLINE_NEVER, now;
 	struct list_node *n, *tmp;
+
+	if (list_empty(&c->handshakes))
+		return DEADLINE_NEVER;
+	now = now_ns();
 
 	list_for_each_safe(n, tmp, &c->handshakes) {
 		struct conn *cn = container_of(n, struct conn, hs_node);
@@ -1028,16 +1032,16 @@ int ctrl_reap_failed(struct hmc_comm *c)
 	struct list_node *n, *tmp, todo;
 	int count = 0;
 
+	/* Checked on every round: only a reported failure takes the lock. */
+	if (!__atomic_load_n(&c->nr_failing, __ATOMIC_ACQUIRE))
+		return 0;
 	list_init(&todo);
 	pthread_mutex_lock(&c->lock);
-	if (list_empty(&c->failing)) {
-		pthread_mutex_unlock(&c->lock);
-		return 0;
-	}
 	list_for_each_safe(n, tmp, &c->failing) {
 		list_del(n);
 		list_add_tail(&todo, n);
 	}
+	__atomic_store_n(&c->nr_failing, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->lock);
 
 	list_for_each_safe(n, tmp, &todo) {

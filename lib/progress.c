@@ -26,14 +26,22 @@
 
 #define PARK_NS		(5 * 1000000LL)	/* the thread idles this long after a caller */
 #define SLICE_MS	100		/* longest sleep of a caller holding the lock */
+#define SLICE_NS	((int64_t)SLICE_MS * 1000000)
 #define SPIN_POLL_EVERY	32		/* spin rounds between looks at sockets */
 #define MAX_EVENTS	64
 
+/*
+ * A waiter counts itself (sequentially consistent) before it checks its
+ * condition under comm->lock; we changed the state before looking at the
+ * count: either it sees our change or we see it waiting.
+ */
 void comm_broadcast(struct hmc_comm *c)
 {
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST))
+		return;
 	pthread_mutex_lock(&c->lock);
-	if (c->waiters)
-		pthread_cond_broadcast(&c->cond);
+	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -210,7 +218,7 @@ int comm_wait(struct hmc_comm *c, wait_cond_fn cond, void *arg,
 	int64_t spin_until = spin_ns ? now_ns() + spin_ns : 0;
 	unsigned int spins = 0;
 	struct timespec ts;
-	int64_t until;
+	int64_t now, until;
 	bool done;
 
 	for (;;) {
@@ -219,23 +227,22 @@ int comm_wait(struct hmc_comm *c, wait_cond_fn cond, void *arg,
 		pthread_mutex_unlock(&c->lock);
 		if (done)
 			return 0;
-		if (deadline_passed(deadline))
+		now = now_ns();
+		if (now >= deadline)
 			return -ETIMEDOUT;
 
-		note_caller(pr);
+		__atomic_store_n(&pr->last_caller_ns, now, __ATOMIC_RELAXED);
 		if (!pthread_mutex_trylock(&pr->lock)) {
-			if (spin_until && now_ns() < spin_until &&
-			    ++spins % SPIN_POLL_EVERY) {
+			if (now < spin_until && ++spins % SPIN_POLL_EVERY) {
 				if (progress_xports(c))
 					comm_broadcast(c);
+			} else if (now < spin_until) {
+				progress_once(c, 0);
 			} else {
-				int left = deadline_remaining_ms(deadline);
-
-				if (left < 0 || left > SLICE_MS)
-					left = SLICE_MS;
-				if (spin_until && now_ns() < spin_until)
-					left = 0;
-				progress_once(c, left);
+				progress_once(c, deadline - now > SLICE_NS ?
+					      SLICE_MS :
+					      (int)((deadline - now + 999999) /
+						    1000000));
 			}
 			pthread_mutex_unlock(&pr->lock);
 			continue;
@@ -251,16 +258,16 @@ int comm_wait(struct hmc_comm *c, wait_cond_fn cond, void *arg,
 			pthread_mutex_unlock(&pr->lock);
 			continue;
 		}
-		until = now_ns() + (int64_t)SLICE_MS * 1000000;
+		until = now + SLICE_NS;
 		if (deadline < until)
 			until = deadline;
 		ts.tv_sec = until / 1000000000;
 		ts.tv_nsec = until % 1000000000;
 		pthread_mutex_lock(&c->lock);
-		c->waiters++;
+		__atomic_add_fetch(&c->waiters, 1, __ATOMIC_SEQ_CST);
 		if (!cond(c, arg))
 			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
-		c->waiters--;
+		__atomic_sub_fetch(&c->waiters, 1, __ATOMIC_SEQ_CST);
 		pthread_mutex_unlock(&c->lock);
 	}
 }
@@ -291,6 +298,8 @@ static void *progress_thread(void *arg)
 		    !pthread_mutex_trylock(&pr->lock)) {
 			progress_once(c, -1);
 			pthread_mutex_unlock(&pr->lock);
+		} else {
+			note_caller(pr);	/* a caller has it: park again */
 		}
 		__atomic_store_n(&pr->thread_active, 0, __ATOMIC_SEQ_CST);
 		pthread_mutex_lock(&c->lock);

@@ -120,6 +120,7 @@ struct vb_ctx {
 	uint8_t *base;
 	uint64_t chunk;
 	struct list_node peers;
+	uint32_t armed_cqs;	/* CQs that may have an event for us */
 };
 
 struct vb_op {
@@ -153,7 +154,8 @@ struct vb_peer {
 	struct vb_chan *ch;
 	uint32_t rr;		/* next channel, round-robin */
 	uint8_t rd_atomic;	/* READs we accept per QP */
-	bool armed, connected, closing;
+	bool armed;		/* the CQ will raise an event (see set_armed) */
+	bool connected, closing;
 	int error;
 	struct list_node ops;
 	struct list_node pending;
@@ -164,6 +166,22 @@ struct vb_peer {
 static const char *vb_dev_name(const struct vb_ctx *v)
 {
 	return ibv_get_device_name(v->port.dev->device);
+}
+
+/*
+ * A CQ is armed from ibv_req_notify_cq() until we read the one event it
+ * raises; with none armed the channel holds no event and progress need
+ * not ask it (a system call) on every poll.
+ */
+static void set_armed(struct vb_peer *vp, bool armed)
+{
+	if (vp->armed != armed) {
+		vp->armed = armed;
+		if (armed)
+			vp->v->armed_cqs++;
+		else
+			vp->v->armed_cqs--;
+	}
 }
 
 /* Teardown calls return an errno; they should never fail, but say so. */
@@ -702,6 +720,13 @@ static int vb_peer_create(void *ctx, struct peer *peer, void **xpeer)
 		rc = errno ? -errno : -ENOMEM;
 		goto err;
 	}
+	/*
+	 * Armed from the start: the core may already sleep on an armed
+	 * transport, and the first completion here must wake it.
+	 */
+	rc = -ibv_req_notify_cq(vp->cq, 0);
+	if (rc)
+		goto err;
 	for (c = 0; c < vp->nch; c++) {
 		rc = create_qp(v, vp, &vp->ch[c]);
 		for (i = 0; !rc && i < vp->rq_depth; i++)
@@ -711,6 +736,7 @@ static int vb_peer_create(void *ctx, struct peer *peer, void **xpeer)
 	}
 	pthread_mutex_lock(&v->lock);
 	list_add_tail(&v->peers, &vp->node);
+	set_armed(vp, true);
 	pthread_mutex_unlock(&v->lock);
 	*xpeer = vp;
 	return 0;
@@ -907,6 +933,7 @@ static void vb_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	 * QPs and CQ are gone, no completion can refer to an op.
 	 */
 	list_del(&vp->node);
+	set_armed(vp, false);	/* its event, if any, goes with the CQ */
 	destroy_qps(vp);
 	while (!list_empty(&vp->ops)) {
 		struct vb_op *op = container_of(vp->ops.next, struct vb_op,
@@ -991,8 +1018,8 @@ static void drain_events(struct vb_ctx *v)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
-	while (!ibv_get_cq_event(v->chan, &cq, &cq_ctx)) {
-		((struct vb_peer *)cq_ctx)->armed = false;
+	while (v->armed_cqs && !ibv_get_cq_event(v->chan, &cq, &cq_ctx)) {
+		set_armed(cq_ctx, false);
 		ibv_ack_cq_events(cq, 1);
 	}
 }
@@ -1034,7 +1061,7 @@ static int vb_arm(void *ctx)
 				busy = 1;	/* we cannot sleep on it */
 				continue;
 			}
-			vp->armed = true;
+			set_armed(vp, true);
 		}
 		if (poll_peer(vp))
 			busy = 1;
