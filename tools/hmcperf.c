@@ -314,6 +314,7 @@ static void params_for(const struct opts *o, enum perf_test t, size_t size,
 		    (iters + 9) / 10;
 	p->window = o->window;
 	p->validate = o->validate;
+	p->passive = o->transport == HMC_TRANSPORT_VERBS;
 }
 
 /* Bytes each area of the buffer needs for every test and size asked for. */
@@ -381,6 +382,7 @@ static int session_open(struct session *s, uint32_t rank)
 	s->pf.base = hmc_buf_ptr(s->buf);
 	s->pf.half = hmc_buf_size(s->buf) / 2;
 	s->pf.timeout_ms = s->o->timeout_ms;
+	s->pf.busy_poll = !s->o->progress_thread;
 	s->pf.peer = rank == RANK_SERVER ? RANK_CLIENT : RANK_SERVER;
 	return 0;
 }
@@ -406,6 +408,7 @@ static int serve_test(struct session *s, uint64_t arg)
 	if (rc)
 		return rc;
 	p.validate = prm >> 48 & 1;
+	p.passive = prm >> 49 & 1;
 	p.window = prm >> 32 & 0xffff;
 	p.iters = prm & 0xffffffff;
 	if (p.test >= PERF_TEST_MAX || !p.size || !p.window ||
@@ -575,6 +578,7 @@ static int client_test(struct session *s, const struct perf_params *p,
 	rc = perf_send(pf, TAG_CMD_TEST, (uint64_t)p->test << 48 | p->size);
 	if (!rc)
 		rc = perf_send(pf, TAG_CMD_PARAMS,
+			       (uint64_t)p->passive << 49 |
 			       (uint64_t)p->validate << 48 |
 			       (uint64_t)p->window << 32 | count);
 	if (!rc)

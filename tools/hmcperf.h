@@ -37,7 +37,7 @@ enum perf_test {
 enum tag_kind {
 	TAG_CMD_HELLO = 1,	/* client: the session starts */
 	TAG_CMD_TEST,	/* test (8 bits) << 48 | size (48 bits) */
-	TAG_CMD_PARAMS,		/* validate << 48 | window (16) << 32 | count (32) */
+	TAG_CMD_PARAMS,		/* passive << 49 | validate << 48 | window (16) << 32 | count (32) */
 	TAG_CMD_END,		/* the session is over */
 	TAG_READY,		/* server: prepared; arg: its buffer backing */
 	TAG_DONE,		/* server: test over; arg: bytes it verified */
@@ -60,6 +60,7 @@ struct perf_params {
 	uint64_t warmup;
 	uint32_t window;
 	bool validate;
+	bool passive;		/* the target need not progress (RDMA) */
 };
 
 struct perf_result {
@@ -78,6 +79,7 @@ struct perf {
 	size_t peer_half;
 	uint32_t peer;
 	int timeout_ms;		/* of one test */
+	bool busy_poll;		/* wait for requests without sleeping */
 	int64_t deadline;	/* of the running test, ns */
 	uint64_t checked;	/* bytes this side verified in the test */
 };

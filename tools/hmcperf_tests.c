@@ -33,6 +33,7 @@
 #define PING_SLOTS	2	/* ping-pong alternates two slots */
 #define POLL_CHECK	4096	/* spins between liveness checks */
 #define TAG_POLL	16	/* spins between looks for a tag */
+#define PASSIVE_POLL	64	/* memory polls between progress calls (RDMA) */
 
 enum side { SIDE_SERVER, SIDE_CLIENT };
 
@@ -269,14 +270,20 @@ static int spin_check(struct perf *pf)
 	return rc ? rc : tag_error(tag, 0);
 }
 
-/* Busy-poll our memory for @sn, driving progress, as ucp_put_lat does. */
-static int wait_sn(struct perf *pf, const uint8_t *where, uint8_t sn)
+/*
+ * Busy-poll our memory for @sn, driving progress, as ucp_put_lat does;
+ * over RDMA (@passive) the data lands without us, so mostly poll memory,
+ * as ib_write_lat does.
+ */
+static int wait_sn(struct perf *pf, const uint8_t *where, uint8_t sn,
+		   bool passive)
 {
 	unsigned int spins = 0;
 	int rc;
 
 	while (__atomic_load_n(where, __ATOMIC_ACQUIRE) != sn) {
-		hmc_comm_progress(pf->comm);
+		if (!passive || spins % PASSIVE_POLL == 0)
+			hmc_comm_progress(pf->comm);
 		if (++spins % POLL_CHECK == 0) {
 			rc = spin_check(pf);
 			if (rc)
@@ -286,14 +293,34 @@ static int wait_sn(struct perf *pf, const uint8_t *where, uint8_t sn)
 	return 0;
 }
 
+/*
+ * Without the progress thread we poll, as perftest and ucx_perftest do:
+ * hmc_comm_wait() would sleep once its short spin is over, and a sleeping
+ * waiter pays the kernel's wake-up (milliseconds on an emulated guest).
+ * Between looks at the request, hmc_comm_progress() polls the transports
+ * only, without system calls, and the request is looked at again only
+ * when it found something.
+ */
 static int wait_req(struct perf *pf, hmc_req_t *req)
 {
+	unsigned int spins = 0;
 	int rc = 0;
 
-	if (*req) {
+	if (!*req)
+		return 0;
+	if (pf->busy_poll) {
+		rc = hmc_comm_test(pf->comm, *req);
+		while (rc == -EINPROGRESS) {
+			if (hmc_comm_progress(pf->comm) > 0)
+				rc = hmc_comm_test(pf->comm, *req);
+			else if (++spins % POLL_CHECK == 0 &&
+				 perf_now_ns() > pf->deadline)
+				rc = -ETIMEDOUT;
+		}
+	} else {
 		rc = hmc_comm_wait(pf->comm, *req, perf_left_ms(pf));
-		*req = 0;
 	}
+	*req = 0;
 	return rc;
 }
 
@@ -587,7 +614,7 @@ static int pingpong(struct perf *pf, const struct perf_params *p,
 			t0 = perf_now_ns();
 		} else {	/* the server waits for the ping first */
 			if (p->test == PERF_PUT_LAT)
-				rc = wait_sn(pf, in + size - 1, sn);
+				rc = wait_sn(pf, in + size - 1, sn, p->passive);
 			else
 				rc = expect_arg(pf, p->test == PERF_TAG_LAT ?
 						TAG_PING : TAG_SIG, i);
@@ -617,7 +644,7 @@ static int pingpong(struct perf *pf, const struct perf_params *p,
 
 		if (me == SIDE_CLIENT) {
 			if (p->test == PERF_PUT_LAT)
-				rc = wait_sn(pf, in + size - 1, sn);
+				rc = wait_sn(pf, in + size - 1, sn, p->passive);
 			else
 				rc = expect_arg(pf, p->test == PERF_TAG_LAT ?
 						TAG_PING : TAG_SIG, i);
@@ -711,29 +738,44 @@ static int serve_batch(struct perf *pf, const struct perf_params *p,
 }
 
 /*
- * Passive side of a windowed test: spin on progress, as ucx_perftest's
- * responder does, and handle tags until STOP.
+ * The client's next tag on the passive side of a windowed test: spinning
+ * on progress, as ucx_perftest's responder does. Over RDMA (p->passive)
+ * the target's CPU takes no part, so it waits asleep, as perftest's server
+ * does, and leaves the CPU to the client and the NIC.
  */
-static int serve_spin(struct perf *pf, const struct perf_params *p)
+static int next_tag(struct perf *pf, const struct perf_params *p,
+		    uint64_t *tag)
 {
-	uint64_t tag, sigs = 0;
 	unsigned int spins = 0;
 	int rc;
 
+	if (p->passive)
+		return hmc_comm_recv_tag(pf->comm, pf->peer, tag,
+					 perf_left_ms(pf));
 	for (;;) {
 		hmc_comm_progress(pf->comm);
 		if (++spins % TAG_POLL)
 			continue;
-		rc = hmc_comm_recv_tag(pf->comm, pf->peer, &tag, 0);
-		if (rc == -ETIMEDOUT) {
-			if (spins % POLL_CHECK)
-				continue;
-			if (!hmc_comm_is_connected(pf->comm, pf->peer))
-				return -ECONNRESET;
-			if (perf_now_ns() > pf->deadline)
-				return -ETIMEDOUT;
+		rc = hmc_comm_recv_tag(pf->comm, pf->peer, tag, 0);
+		if (rc != -ETIMEDOUT)
+			return rc;
+		if (spins % POLL_CHECK)
 			continue;
-		}
+		if (!hmc_comm_is_connected(pf->comm, pf->peer))
+			return -ECONNRESET;
+		if (perf_now_ns() > pf->deadline)
+			return -ETIMEDOUT;
+	}
+}
+
+/* Passive side of a windowed test: handle the client's tags until STOP. */
+static int serve_spin(struct perf *pf, const struct perf_params *p)
+{
+	uint64_t tag, sigs = 0;
+	int rc;
+
+	for (;;) {
+		rc = next_tag(pf, p, &tag);
 		if (rc)
 			return rc;
 		switch (TAG_KIND(tag)) {
