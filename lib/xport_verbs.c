@@ -984,7 +984,7 @@ static int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 	if (kind == REQ_FLUSH) {
 		if (vp->ops.next == &op->node)	/* nothing before it */
 			op_finish(vp, op);
-	} else {
+	} else {	/* in order: behind what already waits for room */
 		list_add_tail(&vp->pending, &op->pnode);
 		push_pending(vp);
 	}
