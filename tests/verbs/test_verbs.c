@@ -16,6 +16,9 @@
  *   mismatch  2 ranks with 1 and --chs channels: the connect fails with
  *             -EINVAL and nothing stays connected; with equal counts the
  *             same ranks connect and move data.
+ *   devices   2 ranks: HMC_IB_DEV naming a device or a port that does not
+ *             exist, or no port number, makes the connect fail cleanly
+ *             (-ENODEV, -EINVAL); dev:port of the real one then works.
  *   vanish    3 ranks: rank 1 dies in the middle of transfers from rank 0
  *             while a child of it keeps its control sockets open, so only
  *             the queue pairs can tell: rank 0's requests fail with the
@@ -28,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +46,8 @@
 #define OP_TIMEOUT_MS	20000
 #define MIB		(1024 * 1024)
 #define VANISH_LIMIT_MS	6000	/* the QP gives up after about 1.9 s */
+#define VANISH_WINDOW	4	/* 1 MiB transfers in flight to the victim */
+#define VANISH_STREAM_MS 60000	/* how long they may stream */
 #define TAG_SLEEPER	0x51ee9e0000000000ULL
 #define TAG_DONE	0xd0e0d0e0d0e0d0e0ULL
 
@@ -276,6 +282,69 @@ out:
 	return bad || itest_failures();
 }
 
+/* ------------------------------------------------------------- devices */
+
+static int devices_rank(struct mesh *m, void *arg)
+{
+	static const struct { const char *fmt; int want; } bad[] = {
+		{ "nosuchdev0", -ENODEV },
+		{ "%s:9", -ENODEV },
+		{ "%s:x", -EINVAL },
+		{ "%s:", -EINVAL },
+	};
+	const struct cfg *cfg = arg;
+	const char *dev = getenv("HMC_IB_DEV");
+	char val[128];
+	struct hmc_comm *comm;
+	struct hmc_buf *buf;
+	uint64_t tag = 0;
+	unsigned int i;
+	int rc, bad_n = 0;
+
+	itest_prefix("devices r%d: ", m->rank);
+	if (!dev) {
+		tap(false, "HMC_IB_DEV names the device to test with");
+		return 1;
+	}
+	dev = strdup(dev);
+	if (setup(m, cfg, 1, MIB, &buf, &comm))
+		return 1;
+	if (mesh_exchange(m, (uint16_t)hmc_comm_listen_port(comm)))
+		goto out;
+	if (m->rank == 1) {	/* only the last attempt connects */
+		rc = wait_connected(comm, 0, true, OP_TIMEOUT_MS) ? 0 : -ENOTCONN;
+		if (!rc)
+			rc = hmc_comm_recv_tag(comm, 0, &tag, OP_TIMEOUT_MS);
+		bad_n += expect(rc, 0, "tag over the connection that worked");
+		bad_n += !data_check(hmc_buf_ptr(buf), 0, 4099, 0xde5, 0,
+				     "put_signal data");
+		tap(!bad_n && tag == TAG_DONE, "the connection through %s:1 works",
+		    dev);
+		goto out;
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(val, sizeof(val), bad[i].fmt, dev);
+		setenv("HMC_IB_DEV", val, 1);
+		rc = hmc_comm_connect(comm, 1, cfg->ip, m->port[1],
+				      HMC_TRANSPORT_VERBS);
+		tap(rc == bad[i].want && !hmc_comm_is_connected(comm, 1),
+		    "HMC_IB_DEV=%s: connect says %s", val, hmc_strerror(rc));
+	}
+	snprintf(val, sizeof(val), "%s:1", dev);
+	setenv("HMC_IB_DEV", val, 1);
+	rc = hmc_comm_connect(comm, 1, cfg->ip, m->port[1], HMC_TRANSPORT_VERBS);
+	data_fill(hmc_buf_ptr(buf), 0, 4099, 0xde5);
+	if (!rc)
+		rc = hmc_comm_put_signal(comm, 1, 0, 0, 4099, TAG_DONE);
+	tap(rc == 0, "HMC_IB_DEV=%s: connect and put_signal: %s", val,
+	    hmc_strerror(rc));
+out:
+	free((void *)dev);
+	hmc_comm_destroy(comm);
+	hmc_buf_destroy(buf);
+	return bad_n || itest_failures();
+}
+
 /* -------------------------------------------------------------- vanish */
 
 /*
@@ -309,13 +378,31 @@ static pid_t hold_sockets(void)
 	_exit(127);
 }
 
+struct killer {
+	struct mesh *m;
+	int rc;
+	int64_t dead_ms;	/* atomic: when rank 1 was dead and reaped */
+};
+
+static void *kill_rank1(void *arg)
+{
+	struct killer *k = arg;
+
+	k->rc = mesh_kill(k->m, 1);
+	__atomic_store_n(&k->dead_ms, itest_now_ms(), __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
 static int vanish_survivor(struct mesh *m, struct hmc_comm *comm, uint8_t *p)
 {
-	hmc_req_t reqs[8];
-	int st[8], rc, bad = 0, failed = 0, i;
-	int64_t t0, t_err = -1;
+	struct killer k = { .m = m, .dead_ms = -1 };
+	hmc_req_t win[VANISH_WINDOW] = { 0 }, left[VANISH_WINDOW];
+	int st[VANISH_WINDOW], rc, err = 0, bad = 0, done = 0, nleft = 0, n;
+	int64_t t_err, dead, until = itest_now_ms() + VANISH_STREAM_MS;
+	bool killing = false;
+	pthread_t tid;
 	pid_t sleeper;
-	uint64_t tag;
+	uint64_t tag, i;
 
 	rc = hmc_comm_recv_tag(comm, 1, &tag, OP_TIMEOUT_MS);
 	if (rc || (tag & ~0xffffffffULL) != TAG_SLEEPER) {
@@ -325,39 +412,48 @@ static int vanish_survivor(struct mesh *m, struct hmc_comm *comm, uint8_t *p)
 	sleeper = (pid_t)(uint32_t)tag;
 	hmc_set_log(capture, HMC_LOG_INFO, NULL);
 
-	/* Seconds of transfers in flight when rank 1 dies. */
-	for (i = 0; i < 8; i++) {
-		rc = (i & 1) ? hmc_comm_get_nb(comm, 1, 28 * MIB, (size_t)i * 4 * MIB,
-					       4 * MIB, &reqs[i]) :
-			       hmc_comm_put_nb(comm, 1, (size_t)i * 4 * MIB,
-					       (size_t)i * 4 * MIB, 4 * MIB,
-					       &reqs[i]);
-		bad += expect(rc, 0, "post before the death");
+	/*
+	 * Puts and gets stream to rank 1, VANISH_WINDOW in flight, while a
+	 * thread has it killed, until one of them fails.
+	 */
+	for (i = 0; !err && itest_now_ms() < until; i++) {
+		hmc_req_t *r = &win[i % VANISH_WINDOW];
+		size_t off = (size_t)(i % 16) * MIB;
+
+		if (*r) {
+			err = hmc_comm_wait(comm, *r, OP_TIMEOUT_MS);
+			*r = 0;
+			if (err)
+				break;
+			done++;
+		}
+		if (i == VANISH_WINDOW) {
+			killing = !pthread_create(&tid, NULL, kill_rank1, &k);
+			if (!killing)
+				break;
+		}
+		err = (i & 1) ? hmc_comm_get_nb(comm, 1, 28 * MIB, off, MIB, r) :
+				hmc_comm_put_nb(comm, 1, off, off, MIB, r);
 	}
-	if (bad || mesh_kill(m, 1))
-		return bad + 1;
-	t0 = itest_now_ms();
-	hmc_comm_wait_all(comm, reqs, 8, OP_TIMEOUT_MS, st);
-	for (i = 0; i < 8; i++) {
-		if (st[i] == -EINPROGRESS || st[i] == -ETIMEDOUT) {
-			diag("request %d still pending %d ms after the death",
-			     i, OP_TIMEOUT_MS);
+	t_err = itest_now_ms();
+	/* What was still in flight ends too: none hangs. */
+	for (n = 0; n < VANISH_WINDOW; n++)
+		if (win[n])
+			left[nleft++] = win[n];
+	hmc_comm_wait_all(comm, left, (size_t)nleft, OP_TIMEOUT_MS, st);
+	for (n = 0; n < nleft; n++)
+		if (st[n] == -EINPROGRESS) {
+			diag("a request still pending %d ms after the failure",
+			     OP_TIMEOUT_MS);
 			bad++;
-		} else if (st[i] && !failed++) {
-			t_err = itest_now_ms();
 		}
-	}
-	/* If all of them made it before the end, the next one cannot. */
-	while (!failed && itest_now_ms() - t0 < OP_TIMEOUT_MS) {
-		rc = hmc_comm_get(comm, 1, 28 * MIB, 0, 64 * 1024);
-		if (rc) {
-			failed++;
-			t_err = itest_now_ms();
-		}
-	}
-	tap(failed && !bad && t_err - t0 <= VANISH_LIMIT_MS,
-	    "requests to a vanished peer fail %lld ms after its death (limit %d ms); %d of 8 in flight failed",
-	    (long long)(t_err - t0), VANISH_LIMIT_MS, failed);
+	if (killing)
+		pthread_join(tid, NULL);
+	dead = __atomic_load_n(&k.dead_ms, __ATOMIC_SEQ_CST);
+	tap(killing && !k.rc && err && err != -ETIMEDOUT && !bad &&
+	    t_err - dead <= VANISH_LIMIT_MS,
+	    "transfers streaming to rank 1 (%d completed) fail %lld ms after its death (limit %d ms): %s",
+	    done, (long long)(t_err - dead), VANISH_LIMIT_MS, hmc_strerror(err));
 	tap(seen.retry_exceeded && kill(sleeper, 0) == 0,
 	    "it was the queue pair that noticed (retry exceeded), while the control connection stayed up");
 	hmc_set_log(NULL, HMC_LOG_ERROR, NULL);
@@ -454,7 +550,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind + 1 != argc || !cfg.chs || cfg.chs > HMC_VERBS_MAX_CHANNELS) {
-		fprintf(stderr, "usage: test_verbs edges|mismatch|vanish [--chs N] [--ip IP]\n");
+		fprintf(stderr, "usage: test_verbs edges|mismatch|devices|vanish [--chs N] [--ip IP]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -465,6 +561,8 @@ int main(int argc, char **argv)
 		bad = mesh_run("edges", 2, edges_rank, &cfg, 120);
 	else if (!strcmp(name, "mismatch"))
 		bad = mesh_run("mismatch", 2, mismatch_rank, &cfg, 120);
+	else if (!strcmp(name, "devices"))
+		bad = mesh_run("devices", 2, devices_rank, &cfg, 120);
 	else if (!strcmp(name, "vanish"))
 		bad = mesh_run("vanish", 3, vanish_rank, &cfg, 120);
 	else

@@ -3,8 +3,9 @@
 # the chunk edges over 1 and 4 channels; the dma-buf registration of a
 # /dev/hmc buffer, which rxe refuses (EOPNOTSUPP), falling back to
 # ibv_reg_mr and saying so in the debug log; peers with different channel
-# counts; a peer that vanishes mid-transfer while its control connection
-# stays up, caught by the queue pairs' retry timeout.
+# counts; HMC_IB_DEV naming missing devices or ports; a peer that vanishes
+# mid-transfer while its control connection stays up, caught by the queue
+# pairs' retry timeout.
 SUITE=verbs-cases
 # shellcheck source=tests/vm/suites/70-verbs.lib
 . "$(dirname "$0")/70-verbs.lib"
@@ -14,6 +15,7 @@ verbs_setup "$prog"
 run_mlock "$prog" edges --chs 1
 run_kmod HMC_VERBS_CHUNK=100003 "$prog" edges --chs 4
 run_mlock "$prog" mismatch --chs 4
+run_mlock "$prog" devices
 run_mlock "$prog" vanish --chs 1
 run_kmod "$prog" vanish --chs 4
 exit $suite_rc
