@@ -40,15 +40,8 @@ command -v "$UCX_PERFTEST" >/dev/null || die "$UCX_PERFTEST not found (package u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR % 2) print v[(NR + 1) / 2];
-		      else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-json_field() {	# json_field FILE KEY: the first number after "KEY":
-	sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1" | head -n 1
-}
+# shellcheck source=tests/bench/stats.sh
+. "$(dirname "$0")/stats.sh"
 
 port=$((20000 + $$ % 20000))
 
@@ -144,17 +137,6 @@ bench_ctrl_rtt() {
 }
 
 RATIOS=""
-# report NAME "OURS..." "THEIRS..." TARGET UNIT WHAT
-report() {
-	mo=$(median $2)
-	mt=$(median $3)
-	ratio=$(awk -v a="$mo" -v b="$mt" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
-	printf '%-16s %-60s\n' "$1" "$6"
-	printf '  %-10s %10s %s   runs:%s\n' hmc "$mo" "$5" "$2"
-	printf '  %-10s %10s %s   runs:%s\n' reference "$mt" "$5" "$3"
-	RATIOS="${RATIOS}RATIO $1 $ratio $4
-"
-}
 
 bench_put_bw ucx_put_bw_64KiB 65536 $BW64K_ITERS $BW64K_WARM
 bench_put_bw ucx_put_bw_1MiB 1048576 $BW1M_ITERS $BW1M_WARM

@@ -38,15 +38,8 @@ export HMC_IB_DEV=$DEV
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR % 2) print v[(NR + 1) / 2];
-		      else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-json_field() {	# json_field FILE KEY: the first number after "KEY":
-	sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1" | head -n 1
-}
+# shellcheck source=tests/bench/stats.sh
+. "$HMC_SRC/tests/bench/stats.sh"
 
 as_server() { taskset -c 1 nice -n 19 timeout 120 "$@"; }
 as_client() { taskset -c 0 nice -n 19 timeout 120 "$@"; }
@@ -121,19 +114,6 @@ hmc() {
 }
 
 RATIOS=""
-# report NAME "OURS..." "THEIRS..." TARGET UNIT WHAT
-report() {
-	local mo mt ratio
-
-	mo=$(median $2)
-	mt=$(median $3)
-	ratio=$(awk -v a="$mo" -v b="$mt" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
-	printf '%-22s %s\n' "$1" "$6"
-	printf '  %-10s %10s %s   runs:%s\n' hmcperf "$mo" "$5" "$2"
-	printf '  %-10s %10s %s   runs:%s\n' perftest "$mt" "$5" "$3"
-	RATIOS="${RATIOS}RATIO $1 $ratio $4
-"
-}
 
 # bench_bw put|get NAME SIZE ITERS: MB/s = 10^6 B/s (perftest's MB/sec is
 # 2^20 B/s, converted)
