@@ -70,7 +70,8 @@ static void usage(FILE *f)
 "  -n ITERS       timed iterations (default: %llu MiB per test, %d..%d)\n"
 "  -w ITERS       warm-up iterations (default: a tenth of -n)\n"
 "  -O COUNT       outstanding operations of *_bw tests (default %d)\n"
-"  -x TRANSPORT   ucx (default) or verbs (device: HMC_IB_DEV=dev[:port])\n"
+"  -x TRANSPORT   ucx (default), verbs (device: HMC_IB_DEV=dev[:port]),\n"
+"                 shm (same host, buffers from /dev/hmc) or auto\n"
 "  --chs N        verbs: queue pairs per peer, large transfers striped (1..%d)\n"
 "  -S SECRET      shared secret (default: HMC_SECRET; --loopback: random)\n"
 "  -v, --validate non-uniform payloads, every byte checked by the receiver\n"
@@ -226,6 +227,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				o->transport = HMC_TRANSPORT_UCX;
 			} else if (!strcmp(optarg, "verbs")) {
 				o->transport = HMC_TRANSPORT_VERBS;
+			} else if (!strcmp(optarg, "shm")) {
+				o->transport = HMC_TRANSPORT_SHM;
+			} else if (!strcmp(optarg, "auto")) {
+				o->transport = HMC_TRANSPORT_AUTO;
 			} else {
 				fprintf(stderr, "hmcperf: unknown transport '%s'\n",
 					optarg);
@@ -615,6 +620,9 @@ static int run_client(struct opts *o, const char *addr, uint16_t port)
 			hmc_strerror(rc));
 		goto out;
 	}
+	rc = hmc_comm_peer_transport(s.comm, RANK_SERVER);
+	if (rc > 0)
+		o->transport = rc;	/* what auto picked */
 	peer_size = hmc_comm_peer_buf_size(s.comm, RANK_SERVER);
 	if (peer_size < 0) {
 		rc = fail("server buffer", (int)peer_size);

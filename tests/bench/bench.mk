@@ -3,11 +3,13 @@
 # lines. Needs HMCPERF from tools/tools.mk, included before this fragment.
 
 SOCKPP		:= $(O)/tests/bench/sockpp
+MEMCPY_BW	:= $(O)/tests/bench/memcpy_bw
 BENCH_REPS	?= 7
+VM_TEST_PROGS	+= $(MEMCPY_BW)	# the shm benchmark's reference, in the guest
 
-all: $(SOCKPP)
+all: $(SOCKPP) $(MEMCPY_BW)
 
-$(SOCKPP): tests/bench/sockpp.c
+$(O)/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $< -o $@
 
