@@ -5,6 +5,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -89,7 +90,8 @@ int mem_gpu_errno(const char *runtime, const char *what, int code,
 }
 
 bool mem_dlopen(const char *runtime, const char *const *libs,
-		const struct mem_sym *syms, size_t nr_syms)
+		const struct mem_sym *syms, size_t nr_syms,
+		const struct mem_sym *opt, size_t nr_opt)
 {
 	const char *lib;
 	void *handle;
@@ -108,6 +110,12 @@ bool mem_dlopen(const char *runtime, const char *const *libs,
 		}
 		if (i == nr_syms) {
 			pr_debug("%s: loaded %s", runtime, lib);
+			for (i = 0; i < nr_opt; i++) {
+				*opt[i].slot = dlsym(handle, opt[i].name);
+				if (!*opt[i].slot)
+					pr_debug("%s: %s lacks %s (optional)",
+						 runtime, lib, opt[i].name);
+			}
 			return true;
 		}
 		pr_debug("%s: %s lacks %s", runtime, lib, syms[i].name);
@@ -243,4 +251,20 @@ int hmc_mem_copy(enum hmc_mem_type type, int device, void *dst,
 		return 0;
 	}
 	return be->copy(device, dst, src, len, kind);
+}
+
+int mem_export_dmabuf(enum hmc_mem_type type, int device, void *ptr,
+		      size_t len, int *fd)
+{
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	const struct mem_backend *be;
+	int ret;
+
+	if (type == HMC_MEM_CPU || !ptr || !len || !fd ||
+	    ((uintptr_t)ptr | len) & (page - 1))
+		return -EINVAL;
+	ret = mem_check_device(type, device, &be);
+	if (ret)
+		return ret;
+	return be->export_dmabuf(device, ptr, len, fd);
 }

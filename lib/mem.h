@@ -21,6 +21,13 @@ struct mem_backend {
 		    enum hmc_copy_kind kind);
 	/* Device that owns the device memory at @ptr, -EINVAL if none does. */
 	int (*ptr_device)(const void *ptr);
+	/*
+	 * A dma-buf of [@ptr, @ptr + @len) of @device's memory (page aligned,
+	 * checked by mem_export_dmabuf()) in a new descriptor *@fd, its byte
+	 * 0 at @ptr; -EOPNOTSUPP where the runtime, its version or the
+	 * device cannot export.
+	 */
+	int (*export_dmabuf)(int device, void *ptr, size_t len, int *fd);
 };
 
 extern const struct mem_backend mem_cuda;
@@ -34,11 +41,14 @@ struct mem_sym {
 
 /*
  * dlopen the first of the NULL-terminated @libs that loads and resolve all
- * @syms in it; false (and a pr_debug saying why) if none has them all. A
- * loaded runtime stays loaded for the life of the process.
+ * @syms in it, and those of the @nr_opt optional @opt it has (newer
+ * runtimes only; the slots of missing ones are NULL); false (and a
+ * pr_debug saying why) if none has all @syms. A loaded runtime stays
+ * loaded for the life of the process.
  */
 bool mem_dlopen(const char *runtime, const char *const *libs,
-		const struct mem_sym *syms, size_t nr_syms);
+		const struct mem_sym *syms, size_t nr_syms,
+		const struct mem_sym *opt, size_t nr_opt);
 
 /*
  * Errno for a CUDA driver or HIP runtime error code (HIP numbers its
@@ -49,5 +59,14 @@ int mem_gpu_errno(const char *runtime, const char *what, int code,
 
 /* The device of @type that owns @ptr (GPU types only), or -errno. */
 int mem_ptr_device(enum hmc_mem_type type, const void *ptr);
+
+/*
+ * Export [@ptr, @ptr + @len) of @device's memory of GPU @type as a dma-buf
+ * in a new descriptor *@fd whose byte 0 is @ptr: for ibv_reg_dmabuf_mr()
+ * and the like. @ptr and @len must be page aligned (-EINVAL), the device
+ * must exist (-ENODEV); -EOPNOTSUPP where the runtime or device cannot.
+ */
+int mem_export_dmabuf(enum hmc_mem_type type, int device, void *ptr,
+		      size_t len, int *fd);
 
 #endif

@@ -25,6 +25,8 @@ typedef unsigned long long CUdeviceptr;	/* CUdeviceptr_v2 on 64-bit */
 #define CUDA_SUCCESS				0
 #define CUDA_ERROR_INVALID_CONTEXT		201
 #define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL	9
+#define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED	124
+#define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD	1
 
 static struct {
 	pthread_once_t once;
@@ -45,6 +47,11 @@ static struct {
 	CUresult (*pointer_get_attribute)(void *data, int attr,
 					  CUdeviceptr ptr);
 	CUresult (*get_error_string)(CUresult err, const char **str);
+	/* Optional: CUDA 11.7 and later, NULL before. */
+	CUresult (*device_get_attribute)(int *value, int attr, CUdevice dev);
+	CUresult (*mem_get_handle_for_range)(void *handle, CUdeviceptr dptr,
+					     size_t size, int type,
+					     unsigned long long flags);
 } cu = { .once = PTHREAD_ONCE_INIT, .count = -ENODEV };
 
 /* The _v2 entry points are the ones with 64-bit sizes and pointers. */
@@ -66,6 +73,13 @@ static const struct mem_sym cu_syms[] = {
 	{ "cuGetErrorString", (void **)&cu.get_error_string },
 };
 
+/* For dma-buf export only. */
+static const struct mem_sym cu_opt_syms[] = {
+	{ "cuDeviceGetAttribute", (void **)&cu.device_get_attribute },
+	{ "cuMemGetHandleForAddressRange",
+	  (void **)&cu.mem_get_handle_for_range },
+};
+
 static int cuda_errno(const char *what, CUresult err)
 {
 	const char *text = NULL;
@@ -82,7 +96,8 @@ static void cuda_init(void)
 	int count;
 
 	if (!mem_dlopen("cuda", libs, cu_syms,
-			sizeof(cu_syms) / sizeof(cu_syms[0])))
+			sizeof(cu_syms) / sizeof(cu_syms[0]), cu_opt_syms,
+			sizeof(cu_opt_syms) / sizeof(cu_opt_syms[0])))
 		return;
 	err = cu.init(0);
 	if (err == CUDA_SUCCESS)
@@ -251,6 +266,41 @@ static int cuda_copy(int device, void *dst, const void *src, size_t len,
 	return ret;
 }
 
+/* Where the device says it can (DMA_BUF_SUPPORTED), a range as a dma-buf. */
+static int cuda_export_dmabuf(int device, void *ptr, size_t len, int *fd)
+{
+	int ret, supported = 0;
+	CUdevice dev;
+	CUresult err;
+
+	if (!cu.device_get_attribute || !cu.mem_get_handle_for_range) {
+		pr_debug("cuda: the driver has no cuMemGetHandleForAddressRange: no dma-buf export");
+		return -EOPNOTSUPP;
+	}
+	ret = cuda_enter(device, &dev);
+	if (ret)
+		return ret;
+	err = cu.device_get_attribute(&supported,
+				      CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+				      dev);
+	if (err != CUDA_SUCCESS || !supported) {
+		if (err != CUDA_SUCCESS)
+			cuda_errno("cuDeviceGetAttribute(DMA_BUF_SUPPORTED)",
+				   err);
+		pr_debug("cuda: device %d cannot export dma-bufs", device);
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	err = cu.mem_get_handle_for_range(fd, dptr_of(ptr), len,
+					  CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+					  0);
+	if (err != CUDA_SUCCESS)
+		ret = cuda_errno("cuMemGetHandleForAddressRange", err);
+out:
+	cuda_leave(dev);
+	return ret;
+}
+
 const struct mem_backend mem_cuda = {
 	.name		= "cuda",
 	.device_count	= cuda_device_count,
@@ -258,4 +308,5 @@ const struct mem_backend mem_cuda = {
 	.free		= cuda_free,
 	.copy		= cuda_copy,
 	.ptr_device	= cuda_ptr_device,
+	.export_dmabuf	= cuda_export_dmabuf,
 };

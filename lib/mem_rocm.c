@@ -17,6 +17,8 @@ typedef int hipError_t;
 typedef struct ihipStream_t *hipStream_t;
 
 #define hipSuccess			0
+#define hipDeviceAttributeDmaBufSupported	93
+#define hipMemRangeHandleTypeDmaBufFd	1
 
 enum hip_memcpy_kind {
 	hipMemcpyHostToDevice		= 1,
@@ -50,6 +52,11 @@ static struct {
 	hipError_t (*pointer_get_attributes)(struct hip_pointer_attr *attr,
 					     const void *ptr);
 	const char *(*get_error_string)(hipError_t err);
+	/* Optional: ROCm 7 and later, NULL before. */
+	hipError_t (*device_get_attribute)(int *value, int attr, int device);
+	hipError_t (*mem_get_handle_for_range)(void *handle, void *dptr,
+					       size_t size, int type,
+					       unsigned long long flags);
 } hip = { .once = PTHREAD_ONCE_INIT, .count = -ENODEV };
 
 static const struct mem_sym hip_syms[] = {
@@ -62,6 +69,13 @@ static const struct mem_sym hip_syms[] = {
 	{ "hipStreamSynchronize", (void **)&hip.stream_synchronize },
 	{ "hipPointerGetAttributes", (void **)&hip.pointer_get_attributes },
 	{ "hipGetErrorString", (void **)&hip.get_error_string },
+};
+
+/* For dma-buf export only. */
+static const struct mem_sym hip_opt_syms[] = {
+	{ "hipDeviceGetAttribute", (void **)&hip.device_get_attribute },
+	{ "hipMemGetHandleForAddressRange",
+	  (void **)&hip.mem_get_handle_for_range },
 };
 
 static int hip_errno(const char *what, hipError_t err)
@@ -80,7 +94,8 @@ static void hip_init(void)
 	int count;
 
 	if (!mem_dlopen("rocm", libs, hip_syms,
-			sizeof(hip_syms) / sizeof(hip_syms[0])))
+			sizeof(hip_syms) / sizeof(hip_syms[0]), hip_opt_syms,
+			sizeof(hip_opt_syms) / sizeof(hip_opt_syms[0])))
 		return;
 	err = hip.get_device_count(&count);
 	if (err != hipSuccess) {
@@ -203,6 +218,36 @@ static int hip_copy(int device, void *dst, const void *src, size_t len,
 	return ret;
 }
 
+/* Where the device says it can (DmaBufSupported), a range as a dma-buf. */
+static int hip_export_dmabuf(int device, void *ptr, size_t len, int *fd)
+{
+	int saved, ret, supported = 0;
+	hipError_t err;
+
+	if (!hip.device_get_attribute || !hip.mem_get_handle_for_range) {
+		pr_debug("rocm: the runtime has no hipMemGetHandleForAddressRange: no dma-buf export");
+		return -EOPNOTSUPP;
+	}
+	err = hip.device_get_attribute(&supported,
+				       hipDeviceAttributeDmaBufSupported,
+				       device);
+	if (err != hipSuccess || !supported) {
+		if (err != hipSuccess)
+			hip_errno("hipDeviceGetAttribute(DmaBufSupported)", err);
+		pr_debug("rocm: device %d cannot export dma-bufs", device);
+		return -EOPNOTSUPP;
+	}
+	ret = hip_enter(device, &saved);
+	if (ret)
+		return ret;
+	err = hip.mem_get_handle_for_range(fd, ptr, len,
+					   hipMemRangeHandleTypeDmaBufFd, 0);
+	if (err != hipSuccess)
+		ret = hip_errno("hipMemGetHandleForAddressRange", err);
+	hip_leave(saved);
+	return ret;
+}
+
 const struct mem_backend mem_rocm = {
 	.name		= "rocm",
 	.device_count	= hip_device_count,
@@ -210,4 +255,5 @@ const struct mem_backend mem_rocm = {
 	.free		= hip_free,
 	.copy		= hip_copy,
 	.ptr_device	= hip_ptr_device,
+	.export_dmabuf	= hip_export_dmabuf,
 };

@@ -4,7 +4,9 @@
  * the real driver is: calls before cuInit, device memory use without a
  * current context, over-released primary contexts, contexts destroyed
  * under live memory, copies whose pointers do not match their kind and
- * overlapping device-to-device copies are violations. See mock_dev.h.
+ * overlapping device-to-device copies are violations. Devices report
+ * CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED as mock_dmabuf_supported() says
+ * and export ranges with cuMemGetHandleForAddressRange. See mock_dev.h.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +24,10 @@ typedef unsigned long long CUdeviceptr;
 #define CUDA_ERROR_NOT_INITIALIZED	3
 #define CUDA_ERROR_INVALID_DEVICE	101
 #define CUDA_ERROR_INVALID_CONTEXT	201
+#define CUDA_ERROR_NOT_SUPPORTED	801
 #define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
+#define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 1
 
 #define MOCK_MAX_DEVICES	8
 #define MOCK_STACK_DEPTH	8
@@ -227,7 +232,7 @@ MOCK_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t len)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Stream order, then synchronous for the host. */
 	mock_sync(ctx->device);
-	memcpy(dst, s, len);
+	mock_memcpy(dst, s, len);
 	return CUDA_SUCCESS;
 }
 
@@ -263,6 +268,42 @@ MOCK_EXPORT CUresult cuPointerGetAttribute(void *data, int attr,
 	if (where < 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	*(int *)data = where;
+	return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev)
+{
+	if (!initialized)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (dev < 0 || dev >= nr_devices())
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (attr != CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED)
+		return CUDA_ERROR_INVALID_VALUE;
+	*value = mock_dmabuf_supported();
+	return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle,
+						   CUdeviceptr dptr,
+						   size_t size, int type,
+						   unsigned long long flags)
+{
+	void *p = (void *)(uintptr_t)dptr;
+	int device, fd;
+
+	if (!initialized)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || flags || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	device = mock_where(p, size);
+	if (device < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_dmabuf_supported())
+		return CUDA_ERROR_NOT_SUPPORTED;
+	fd = mock_export(device, p, size);
+	if (fd < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	*(int *)handle = fd;
 	return CUDA_SUCCESS;
 }
 

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
+#define _GNU_SOURCE	/* memfd_create */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "mock_dev.h"
 
@@ -13,7 +16,7 @@
 
 struct mock_allocation {
 	char *base;
-	size_t size;
+	size_t map_len;		/* whole pages */
 	int device;
 };
 
@@ -26,12 +29,77 @@ struct mock_pending {
 
 static struct {
 	pthread_mutex_t lock;
+	pthread_mutex_t access;	/* held while unreachable memory is open */
 	struct mock_allocation allocs[MOCK_MAX_ALLOCS];
 	struct mock_pending pending[MOCK_MAX_PENDING];
 	int nr_pending;
 	int violations;
 	char first[256];
-} mock = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} mock = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.access = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static bool env_set(const char *name, const char *value)
+{
+	const char *env = getenv(name);
+
+	return env && !strcmp(env, value);
+}
+
+static bool unreachable(void)
+{
+	return env_set("MOCK_GPU_UNREACHABLE", "1");
+}
+
+bool mock_dmabuf_supported(void)
+{
+	return !unreachable() && !env_set("MOCK_GPU_DMABUF", "0");
+}
+
+static size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Every allocation to @prot; mock.lock held. */
+static void protect_all(int prot)
+{
+	int i;
+
+	for (i = 0; i < MOCK_MAX_ALLOCS; i++)
+		if (mock.allocs[i].base &&
+		    mprotect(mock.allocs[i].base, mock.allocs[i].map_len, prot))
+			abort();
+}
+
+/* Open unreachable device memory for the mock's own access, or close it. */
+static void access_begin(void)
+{
+	if (!unreachable())
+		return;
+	pthread_mutex_lock(&mock.access);
+	pthread_mutex_lock(&mock.lock);
+	protect_all(PROT_READ | PROT_WRITE);
+	pthread_mutex_unlock(&mock.lock);
+}
+
+static void access_end(void)
+{
+	if (!unreachable())
+		return;
+	pthread_mutex_lock(&mock.lock);
+	protect_all(PROT_NONE);
+	pthread_mutex_unlock(&mock.lock);
+	pthread_mutex_unlock(&mock.access);
+}
+
+void mock_memcpy(void *dst, const void *src, size_t len)
+{
+	access_begin();
+	memcpy(dst, src, len);
+	access_end();
+}
 
 int mock_nr_devices(void)
 {
@@ -55,23 +123,28 @@ void mock_violation(const char *fmt, ...)
 
 void *mock_alloc(int device, size_t size)
 {
-	void *p = malloc(size);
+	size_t map_len = (size + page_size() - 1) & ~(page_size() - 1);
+	void *p;
 	int i;
 
-	if (!p)
+	if (!size || size > SIZE_MAX - page_size())
+		return NULL;
+	p = mmap(NULL, map_len, unreachable() ? PROT_NONE :
+		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
 		return NULL;
 	pthread_mutex_lock(&mock.lock);
 	for (i = 0; i < MOCK_MAX_ALLOCS; i++) {
 		if (!mock.allocs[i].base) {
 			mock.allocs[i] = (struct mock_allocation){
-				p, size, device
+				p, map_len, device
 			};
 			break;
 		}
 	}
 	pthread_mutex_unlock(&mock.lock);
 	if (i == MOCK_MAX_ALLOCS) {
-		free(p);
+		munmap(p, map_len);
 		return NULL;
 	}
 	return p;
@@ -93,10 +166,46 @@ int mock_free(void *ptr)
 		return -1;
 	mock_sync(device);
 	pthread_mutex_lock(&mock.lock);
+	munmap(ptr, mock.allocs[i].map_len);
 	mock.allocs[i].base = NULL;
 	pthread_mutex_unlock(&mock.lock);
-	free(ptr);
 	return device;
+}
+
+int mock_export(int device, const void *ptr, size_t len)
+{
+	const char *p = ptr;
+	bool inside = false;
+	int i, fd;
+
+	pthread_mutex_lock(&mock.lock);
+	for (i = 0; i < MOCK_MAX_ALLOCS; i++) {
+		const struct mock_allocation *a = &mock.allocs[i];
+
+		if (a->base && a->device == device && p >= a->base &&
+		    len <= a->map_len &&
+		    (size_t)(p - a->base) <= a->map_len - len) {
+			inside = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mock.lock);
+	if (!inside || !len || ((uintptr_t)p | len) & (page_size() - 1)) {
+		mock_violation("export of %p+%zu: not whole pages of one allocation of device %d",
+			       ptr, len, device);
+		return -1;
+	}
+	fd = memfd_create("mock-dmabuf", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)len)) {
+		mock_violation("mock: memfd for an export");
+		return -1;
+	}
+	mock_sync(device);
+	access_begin();
+	if (write(fd, ptr, len) != (ssize_t)len)
+		mock_violation("mock: writing an export");
+	access_end();
+	return fd;
 }
 
 int mock_where(const void *ptr, size_t len)
@@ -108,9 +217,9 @@ int mock_where(const void *ptr, size_t len)
 	for (i = 0; i < MOCK_MAX_ALLOCS; i++) {
 		const struct mock_allocation *a = &mock.allocs[i];
 
-		if (!a->base || p + len <= a->base || p >= a->base + a->size)
+		if (!a->base || p + len <= a->base || p >= a->base + a->map_len)
 			continue;
-		where = p >= a->base && p + len <= a->base + a->size ?
+		where = p >= a->base && p + len <= a->base + a->map_len ?
 			a->device : -2;
 		break;
 	}
@@ -130,7 +239,7 @@ void mock_copy_later(int device, void *dst, const void *src, size_t len)
 		return;
 	}
 	/* The source is read when the copy is issued, as in the runtimes. */
-	memcpy(data, src, len);
+	mock_memcpy(data, src, len);
 	pthread_mutex_lock(&mock.lock);
 	if (mock.nr_pending < MOCK_MAX_PENDING) {
 		mock.pending[mock.nr_pending++] = (struct mock_pending){
@@ -150,6 +259,7 @@ void mock_sync(int device)
 {
 	int i, kept = 0;
 
+	access_begin();
 	pthread_mutex_lock(&mock.lock);
 	for (i = 0; i < mock.nr_pending; i++) {
 		struct mock_pending *c = &mock.pending[i];
@@ -163,6 +273,7 @@ void mock_sync(int device)
 	}
 	mock.nr_pending = kept;
 	pthread_mutex_unlock(&mock.lock);
+	access_end();
 }
 
 int mock_dev_report(char *msg, size_t len)

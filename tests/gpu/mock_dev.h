@@ -10,6 +10,14 @@
  * synchronisation, a copy to the host from that device, or a free, so a
  * missing synchronisation shows as stale data. Misuse is recorded as a
  * violation; mock_report() tells what went wrong and what leaked.
+ *
+ * Allocations are whole pages of their own. With MOCK_GPU_UNREACHABLE=1
+ * they are mapped PROT_NONE and opened (read-write) only for the mock's
+ * own copies, under a lock: like GPU memory without peer-memory support,
+ * a NIC cannot register them (ibv_reg_mr fails with EFAULT) and any other
+ * access faults. Devices export dma-bufs (a memfd holding a copy of the
+ * range, as the host cannot make a real one) unless MOCK_GPU_DMABUF=0 or
+ * the memory is unreachable.
  */
 #ifndef HMC_TESTS_MOCK_DEV_H
 #define HMC_TESTS_MOCK_DEV_H
@@ -27,10 +35,24 @@ void *mock_alloc(int device, size_t size);
 int mock_free(void *ptr);
 
 /*
- * Where [ptr, ptr + len) lies: a device number for device memory, -1 for
- * host memory; a range straddling the two is a violation (-2).
+ * Where [ptr, ptr + len) lies: a device number for device memory (whole
+ * pages), -1 for host memory; a range straddling the two is a violation
+ * (-2).
  */
 int mock_where(const void *ptr, size_t len);
+
+/* Whether devices export dma-bufs (DMA_BUF_SUPPORTED). */
+bool mock_dmabuf_supported(void);
+
+/*
+ * A dma-buf of [@ptr, @ptr + @len), which must be page aligned and within
+ * one allocation, as a memfd of @len bytes holding the range's data after
+ * @device's copies have landed; -1 (a violation) otherwise.
+ */
+int mock_export(int device, const void *ptr, size_t len);
+
+/* memcpy() that may touch unreachable device memory. */
+void mock_memcpy(void *dst, const void *src, size_t len);
 
 /* A copy issued to @device's stream: lands at mock_sync(@device). */
 void mock_copy_later(int device, void *dst, const void *src, size_t len);

@@ -3,7 +3,9 @@
  * A mock HIP runtime (libamdhip64.so) with the calls libhmc uses. Copies
  * whose pointers do not match their hipMemcpyKind (the reference's bug)
  * are violations; host memory is reported the way ROCm 6 does, as a
- * success with no device pointer. See mock_dev.h.
+ * success with no device pointer. Devices report
+ * hipDeviceAttributeDmaBufSupported as mock_dmabuf_supported() says and
+ * export ranges with hipMemGetHandleForAddressRange. See mock_dev.h.
  */
 #include <stdint.h>
 #include <string.h>
@@ -17,6 +19,9 @@ typedef int hipError_t;
 #define hipErrorOutOfMemory		2
 #define hipErrorInvalidMemcpyDirection	21
 #define hipErrorInvalidDevice		101
+#define hipErrorNotSupported		801
+#define hipDeviceAttributeDmaBufSupported 93
+#define hipMemRangeHandleTypeDmaBufFd	1
 
 enum {
 	hipMemcpyHostToHost,
@@ -100,7 +105,7 @@ MOCK_EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t len,
 	}
 	if (kind == hipMemcpyDeviceToHost) {
 		mock_sync(current);
-		memcpy(dst, src, len);
+		mock_memcpy(dst, src, len);
 	} else {
 		mock_copy_later(current, dst, src, len);
 	}
@@ -126,6 +131,36 @@ MOCK_EXPORT hipError_t hipPointerGetAttributes(struct hip_pointer_attr *attr,
 		attr->device = where;
 		attr->device_pointer = (void *)ptr;
 	}
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipDeviceGetAttribute(int *value, int attr, int device)
+{
+	if (device < 0 || device >= mock_nr_devices())
+		return hipErrorInvalidDevice;
+	if (attr != hipDeviceAttributeDmaBufSupported)
+		return hipErrorInvalidValue;
+	*value = mock_dmabuf_supported();
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipMemGetHandleForAddressRange(void *handle, void *dptr,
+						      size_t size, int type,
+						      unsigned long long flags)
+{
+	int device, fd;
+
+	if (type != hipMemRangeHandleTypeDmaBufFd || flags || !size)
+		return hipErrorInvalidValue;
+	device = mock_where(dptr, size);
+	if (device < 0)
+		return hipErrorInvalidValue;
+	if (!mock_dmabuf_supported())
+		return hipErrorNotSupported;
+	fd = mock_export(device, dptr, size);
+	if (fd < 0)
+		return hipErrorInvalidValue;
+	*(int *)handle = fd;
 	return hipSuccess;
 }
 

@@ -4,21 +4,28 @@
  * Host-to-device, device-to-host and device-to-device round trips, writes
  * and reads of GPU ConnBuffers from host and device memory, copy_within
  * (overlapping both ways), a CPU ConnBuffer written from device memory,
- * device_id honoured on every device, threads on several devices. Every
- * byte is checked against non-uniform data.
+ * device_id honoured on every device, threads on several devices, dma-buf
+ * export of device memory (where the device can: whole pages only, bad
+ * ranges refused). Every byte is checked against
+ * non-uniform data.
  *
  * Without a GPU it says why and exits 77 (skipped). With HMC_GPU_MOCK=1 it
  * expects the mock runtimes of this directory instead, and also checks
  * their reports: kinds matching pointers, contexts balanced, every copy
- * synchronised, the application's current device left alone, no leaks.
+ * synchronised, the application's current device left alone, no leaks;
+ * their dma-bufs (memfds holding the range) are read back, and with
+ * MOCK_GPU_DMABUF=0 the export must say -EOPNOTSUPP.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <hmc/hmc.h>
 
@@ -236,6 +243,79 @@ static void cpu_buffer_device_io(const struct gpu *gpu, int dev)
 	check_mock(gpu, "CPU ConnBuffer from device memory");
 }
 
+/*
+ * The dma-buf in @fd has @size bytes and starts with the @len of @want:
+ * only the mocks' can be read (a memfd); a real one is only known open.
+ */
+static void check_dmabuf(const struct gpu *gpu, int fd, const uint8_t *want,
+			 size_t len, size_t size, const char *what)
+{
+	struct stat st;
+	uint8_t *got;
+
+	EXPECT(fcntl(fd, F_GETFD) >= 0, "%s: descriptor not open", what);
+	if (!gpu->mock)
+		return;
+	got = malloc(len);
+	EXPECT(!fstat(fd, &st) && (size_t)st.st_size == size,
+	       "%s: %lld bytes, not %zu", what, (long long)st.st_size, size);
+	EXPECT(pread(fd, got, len, 0) == (ssize_t)len && !memcmp(got, want, len),
+	       "%s: not the range's data", what);
+	free(got);
+}
+
+/* Device memory as a dma-buf: whole pages of an existing device. */
+static void export_memory(const struct gpu *gpu, int dev)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 6 * page;
+	uint8_t *host = malloc(len);
+	char *d, *at;
+	int fd = -1, rc;
+
+	EXPECT_RET(hmc_mem_alloc(gpu->type, dev, len, (void **)&d), 0);
+	if (!d)
+		return;
+	/* Real runtimes align allocations to far more than a page. */
+	at = (char *)(((uintptr_t)d + page - 1) & ~(uintptr_t)(page - 1));
+	pattern_fill(host, len, 6);
+	EXPECT_RET(hmc_mem_copy(gpu->type, dev, d, host, len, HMC_COPY_H2D),
+		   0);
+	rc = mem_export_dmabuf(gpu->type, dev, at + page, 2 * page, &fd);
+	if (rc == -EOPNOTSUPP && !gpu->mock) {
+		printf("note: %s device %d cannot export dma-bufs\n",
+		       hmc_mem_type_name(gpu->type), dev);
+	} else {
+		EXPECT_RET(rc, 0);
+		if (!rc) {
+			check_dmabuf(gpu, fd, host + (at - d) + page, 2 * page,
+				     2 * page, "device memory export");
+			close(fd);
+		}
+	}
+
+	EXPECT_RET(mem_export_dmabuf(gpu->type, dev, at + 1, page, &fd),
+		   -EINVAL);
+	EXPECT_RET(mem_export_dmabuf(gpu->type, dev, at, page + 1, &fd),
+		   -EINVAL);
+	EXPECT_RET(mem_export_dmabuf(gpu->type, dev, at, 0, &fd), -EINVAL);
+	EXPECT_RET(mem_export_dmabuf(gpu->type, dev, NULL, page, &fd),
+		   -EINVAL);
+	EXPECT_RET(mem_export_dmabuf(gpu->type, dev, at, page, NULL),
+		   -EINVAL);
+	EXPECT_RET(mem_export_dmabuf(HMC_MEM_CPU, 0, at, page, &fd), -EINVAL);
+	EXPECT_RET(mem_export_dmabuf(gpu->type, gpu->nr_devices, at, page,
+				     &fd), -ENODEV);
+	if (gpu->mock) {	/* a device without dma-buf support */
+		setenv("MOCK_GPU_DMABUF", "0", 1);
+		EXPECT_RET(mem_export_dmabuf(gpu->type, dev, at, page, &fd),
+			   -EOPNOTSUPP);
+		unsetenv("MOCK_GPU_DMABUF");
+	}
+	EXPECT_RET(hmc_mem_free(gpu->type, dev, d), 0);
+	free(host);
+	check_mock(gpu, "dma-buf export of device memory");
+}
+
 /* device_id names the device everywhere, and only existing ones. */
 static void device_ids(const struct gpu *gpu)
 {
@@ -350,6 +430,7 @@ static bool test_runtime(enum hmc_mem_type type, const char *lib,
 		memory_round_trip(&gpu, dev);
 		gpu_buffer(&gpu, dev);
 		cpu_buffer_device_io(&gpu, dev);
+		export_memory(&gpu, dev);
 	}
 	device_ids(&gpu);
 	threads(&gpu);
