@@ -15,6 +15,7 @@
  * BUF_ALLOC, or to mbind(MPOL_BIND) before the pages are faulted in.
  * GPU buffers are device memory from hmc_mem_alloc() (DEVICE).
  */
+#include <fcntl.h>
 #include <linux/mempolicy.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,6 +290,33 @@ enum hmc_buf_backing hmc_buf_backing(const struct hmc_buf *buf)
 	return buf ? buf->backing : 0;
 }
 
+/*
+ * Device memory through its runtime: whole pages, @len 0 to the end (the
+ * runtime allocates whole pages, so the last one is the buffer's too).
+ */
+static int buf_export_device(struct hmc_buf *buf, size_t offset, size_t len,
+			     int *fd)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	int ret;
+
+	if (offset & (page - 1) || len & (page - 1))
+		return -EINVAL;
+	if (!len)
+		len = (buf->size - offset + page - 1) & ~(page - 1);
+	ret = mem_export_dmabuf(buf->type, buf->device,
+				(char *)buf->ptr + offset, len, fd);
+	if (ret)
+		return ret;
+	/* The runtimes do not say whether theirs is close-on-exec. */
+	if (fcntl(*fd, F_SETFD, FD_CLOEXEC)) {
+		ret = -errno;
+		close(*fd);
+		return ret;
+	}
+	return 0;
+}
+
 int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
 		      uint32_t flags, int *fd)
 {
@@ -304,6 +332,8 @@ int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
 	ret = range_check(buf->size, offset, len);
 	if (ret)
 		return ret;
+	if (buf->backing == HMC_BUF_BACKING_DEVICE)
+		return buf_export_device(buf, offset, len, fd);
 	if (buf->backing != HMC_BUF_BACKING_KMOD) {
 		pr_debug("ConnBuffer %p: %s memory is not exportable", buf->ptr,
 			 hmc_buf_backing_name(buf->backing));

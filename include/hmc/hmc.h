@@ -167,10 +167,18 @@ int hmc_buf_copy_within(struct hmc_buf *buf, size_t dst_offset,
 /*
  * A dma-buf of [@offset, @offset + @len) of @buf (page aligned; @len 0 means
  * to the end) in a new close-on-exec descriptor *@fd: for another driver
- * (ibv_reg_dmabuf_mr, a GPU) or, over a Unix socket, another process, which
- * can mmap it. It stays valid after the buffer is destroyed, until its last
- * user closes it. Buffers from /dev/hmc are exported by hmc.ko; other CPU
- * backings cannot be (-EOPNOTSUPP).
+ * (ibv_reg_dmabuf_mr, a GPU) or, over a Unix socket, another process.
+ * Returns 0, -EINVAL (bad flags, NULL @fd, an unaligned part), -ERANGE (a
+ * part outside the buffer) or -EOPNOTSUPP (the memory cannot be exported).
+ *
+ * Buffers from /dev/hmc are exported by hmc.ko: the dma-buf can be mapped,
+ * is read-only for importers unless HMC_BUF_EXPORT_RDWR, and stays valid
+ * after the buffer is destroyed, until its last user closes it. GPU
+ * buffers are exported by their runtime (cuMemGetHandleForAddressRange of
+ * CUDA 11.7 and later, hipMemGetHandleForAddressRange of ROCm 7) where the
+ * device supports dma-bufs; importers may then always write, and the
+ * buffer must outlive every use of the dma-buf. Other CPU backings cannot
+ * be exported.
  */
 int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
 		      uint32_t flags, int *fd);

@@ -5,8 +5,8 @@
  * and reads of GPU ConnBuffers from host and device memory, copy_within
  * (overlapping both ways), a CPU ConnBuffer written from device memory,
  * device_id honoured on every device, threads on several devices, dma-buf
- * export of device memory (where the device can: whole pages only, bad
- * ranges refused). Every byte is checked against
+ * export of device memory and of GPU ConnBuffers (where the device can:
+ * whole pages only, the last one up to the end, bad ranges refused). Every byte is checked against
  * non-uniform data.
  *
  * Without a GPU it says why and exits 77 (skipped). With HMC_GPU_MOCK=1 it
@@ -316,6 +316,60 @@ static void export_memory(const struct gpu *gpu, int dev)
 	check_mock(gpu, "dma-buf export of device memory");
 }
 
+/* hmc_buf_export_fd() of a GPU ConnBuffer: the argument checks of all. */
+static void export_buffer(const struct gpu *gpu, int dev)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE), size = 5 * page + 13;
+	uint8_t *model = malloc(size);
+	struct hmc_buf *buf;
+	int fd = -1, rc;
+
+	EXPECT_RET(hmc_buf_create(gpu->type, dev, size, NULL, &buf), 0);
+	if (!buf)
+		return;
+	pattern_fill(model, size, 7);
+	EXPECT_RET(hmc_buf_write(buf, 0, model, size, HMC_MEM_CPU), 0);
+	rc = hmc_buf_export_fd(buf, page, 2 * page, HMC_BUF_EXPORT_RDWR, &fd);
+	if (rc == -EOPNOTSUPP && !gpu->mock) {
+		printf("note: %s device %d cannot export ConnBuffers\n",
+		       hmc_mem_type_name(gpu->type), dev);
+	} else {
+		EXPECT_RET(rc, 0);
+		if (!rc) {
+			EXPECT(fcntl(fd, F_GETFD) == FD_CLOEXEC,
+			       "export not close-on-exec");
+			check_dmabuf(gpu, fd, model + page, 2 * page, 2 * page,
+				     "ConnBuffer pages 1 and 2");
+			close(fd);
+		}
+		/* Length 0: to the end, the last page whole. */
+		EXPECT_RET(hmc_buf_export_fd(buf, 2 * page, 0, 0, &fd), 0);
+		if (fd >= 0) {
+			check_dmabuf(gpu, fd, model + 2 * page, size - 2 * page,
+				     4 * page, "ConnBuffer from page 2 on");
+			close(fd);
+		}
+	}
+
+	EXPECT_RET(hmc_buf_export_fd(buf, 1, page, 0, &fd), -EINVAL);
+	EXPECT_RET(hmc_buf_export_fd(buf, 0, page + 1, 0, &fd), -EINVAL);
+	EXPECT_RET(hmc_buf_export_fd(buf, 0, page, 2, &fd), -EINVAL);
+	EXPECT_RET(hmc_buf_export_fd(buf, 0, page, 0, NULL), -EINVAL);
+	EXPECT_RET(hmc_buf_export_fd(NULL, 0, page, 0, &fd), -EINVAL);
+	EXPECT_RET(hmc_buf_export_fd(buf, 0, 6 * page, 0, &fd), -ERANGE);
+	EXPECT_RET(hmc_buf_export_fd(buf, 6 * page, 0, 0, &fd), -ERANGE);
+	EXPECT_RET(hmc_buf_export_fd(buf, SIZE_MAX & ~(page - 1), page, 0,
+				     &fd), -ERANGE);
+	if (gpu->mock) {
+		setenv("MOCK_GPU_DMABUF", "0", 1);
+		EXPECT_RET(hmc_buf_export_fd(buf, 0, 0, 0, &fd), -EOPNOTSUPP);
+		unsetenv("MOCK_GPU_DMABUF");
+	}
+	hmc_buf_destroy(buf);
+	free(model);
+	check_mock(gpu, "dma-buf export of a GPU ConnBuffer");
+}
+
 /* device_id names the device everywhere, and only existing ones. */
 static void device_ids(const struct gpu *gpu)
 {
@@ -431,6 +485,7 @@ static bool test_runtime(enum hmc_mem_type type, const char *lib,
 		gpu_buffer(&gpu, dev);
 		cpu_buffer_device_io(&gpu, dev);
 		export_memory(&gpu, dev);
+		export_buffer(&gpu, dev);
 	}
 	device_ids(&gpu);
 	threads(&gpu);
