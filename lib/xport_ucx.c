@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * UCX transport: one UCP context and worker per communicator, the
- * ConnBuffer mapped once, and per peer an endpoint created from the worker
- * address the peer sent over the control plane (no second port), plus the
- * peer's unpacked rkey.
+ * UCX transport: one UCP context per communicator, the ConnBuffer mapped
+ * once in it, and per peer a worker of that context, an endpoint created
+ * from the address of the worker the peer made for us (sent over the
+ * control plane, no second port) and the peer's unpacked rkey.
+ *
+ * A worker per peer, not per communicator: UCX's shared-memory transports
+ * deliver into one receive FIFO per worker, and a process killed while it
+ * writes an element leaves that element claimed and never completed, which
+ * stalls the FIFO for every other sender. With a worker per peer, a peer
+ * that dies can wedge only its own worker, which goes with it; the others
+ * keep working. The workers' event fds are gathered in one epoll fd.
  *
  * Endpoints ask for peer-failure handling so that a dead peer is an error,
  * not a hang; where the transports cannot provide it (UCX 1.13's posix and
@@ -18,6 +25,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,19 +44,22 @@ struct ucx_ctx {
 	struct hmc_comm *comm;
 	pthread_mutex_t lock;
 	ucp_context_h context;
-	ucp_worker_h worker;
 	ucp_mem_h memh;
 	void *rkey_buf;
 	size_t rkey_len;
-	ucp_address_t *addr;
-	size_t addr_len;
-	int efd;
+	int epfd;		/* every peer worker's event fd */
 	uint8_t *base;
+	struct list_node peers;	/* struct ucx_peer.node, under lock */
 };
 
 struct ucx_peer {
 	struct ucx_ctx *u;
 	struct peer *peer;
+	struct list_node node;
+	ucp_worker_h worker;
+	ucp_address_t *addr;
+	size_t addr_len;
+	int efd;
 	ucp_ep_h ep;
 	ucp_rkey_h rkey;
 	uint64_t remote_base;
@@ -168,12 +180,10 @@ static void ucx_fini(void *ctx)
 		ucp_rkey_buffer_release(u->rkey_buf);
 	if (u->memh)
 		ucp_mem_unmap(u->context, u->memh);
-	if (u->addr)
-		ucp_worker_release_address(u->worker, u->addr);
-	if (u->worker)
-		ucp_worker_destroy(u->worker);
 	if (u->context)
 		ucp_cleanup(u->context);
+	if (u->epfd >= 0)
+		close(u->epfd);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }
@@ -183,10 +193,6 @@ static int ucx_init(struct hmc_comm *comm, void **ctx)
 	ucp_params_t params = {
 		.field_mask = UCP_PARAM_FIELD_FEATURES,
 		.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
-	};
-	ucp_worker_params_t wp = {
-		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-		.thread_mode = UCS_THREAD_MODE_SERIALIZED,
 	};
 	ucp_config_t *config;
 	struct ucx_ctx *u;
@@ -198,8 +204,13 @@ static int ucx_init(struct hmc_comm *comm, void **ctx)
 	if (!u)
 		return -ENOMEM;
 	u->comm = comm;
-	u->efd = -1;
+	list_init(&u->peers);
 	pthread_mutex_init(&u->lock, NULL);
+	u->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (u->epfd < 0) {
+		rc = -errno;
+		goto err;
+	}
 
 	st = ucp_config_read(NULL, NULL, &config);
 	if (st != UCS_OK) {
@@ -212,19 +223,6 @@ static int ucx_init(struct hmc_comm *comm, void **ctx)
 		rc = ucx_errno(st);
 		goto err;
 	}
-	st = ucp_worker_create(u->context, &wp, &u->worker);
-	if (st == UCS_OK)
-		st = ucp_worker_get_address(u->worker, &u->addr, &u->addr_len);
-	if (st == UCS_OK)
-		st = ucp_worker_get_efd(u->worker, &u->efd);
-	if (st != UCS_OK) {
-		rc = ucx_errno(st);
-		goto err;
-	}
-	if (u->addr_len + UCX_BLOB_HDR > FRAME_XPORT_MAX_BLOB) {
-		rc = -EMSGSIZE;
-		goto err;
-	}
 	rc = ucx_map_buffer(u, comm->buf);
 	if (rc)
 		goto err;
@@ -235,31 +233,80 @@ err:
 	return rc;
 }
 
+static void peer_worker_destroy(struct ucx_peer *up)
+{
+	if (up->efd >= 0)
+		epoll_ctl(up->u->epfd, EPOLL_CTL_DEL, up->efd, NULL);
+	if (up->addr)
+		ucp_worker_release_address(up->worker, up->addr);
+	if (up->worker)
+		ucp_worker_destroy(up->worker);
+}
+
 static int ucx_peer_create(void *ctx, struct peer *peer, void **xpeer)
 {
-	struct ucx_peer *up = calloc(1, sizeof(*up));
+	ucp_worker_params_t wp = {
+		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+		.thread_mode = UCS_THREAD_MODE_SERIALIZED,
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct ucx_ctx *u = ctx;
+	struct ucx_peer *up;
+	ucs_status_t st;
+	int rc;
 
+	up = calloc(1, sizeof(*up));
 	if (!up)
 		return -ENOMEM;
-	up->u = ctx;
+	up->u = u;
 	up->peer = peer;
+	up->efd = -1;
+	list_init(&up->node);
+	st = ucp_worker_create(u->context, &wp, &up->worker);
+	if (st == UCS_OK)
+		st = ucp_worker_get_address(up->worker, &up->addr,
+					    &up->addr_len);
+	if (st == UCS_OK)
+		st = ucp_worker_get_efd(up->worker, &up->efd);
+	if (st != UCS_OK) {
+		rc = ucx_errno(st);
+		goto err;
+	}
+	if (up->addr_len + u->rkey_len + UCX_BLOB_HDR > FRAME_XPORT_MAX_BLOB) {
+		rc = -EMSGSIZE;
+		goto err;
+	}
+	ev.data.ptr = up;
+	if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, up->efd, &ev)) {
+		rc = -errno;
+		up->efd = -1;
+		goto err;
+	}
+	pthread_mutex_lock(&u->lock);
+	list_add_tail(&u->peers, &up->node);
+	pthread_mutex_unlock(&u->lock);
 	*xpeer = up;
 	return 0;
+err:
+	peer_worker_destroy(up);
+	free(up);
+	return rc;
 }
 
 static int ucx_peer_info(void *ctx, void *xpeer, uint8_t *blob, uint32_t cap,
 			 uint32_t *len)
 {
+	struct ucx_peer *up = xpeer;
 	struct ucx_ctx *u = ctx;
-	size_t need = UCX_BLOB_HDR + u->addr_len + u->rkey_len;
+	size_t need = UCX_BLOB_HDR + up->addr_len + u->rkey_len;
 
 	if (need > cap)
 		return -EMSGSIZE;
 	put_be64(blob, (uint64_t)(uintptr_t)u->base);
-	put_be32(blob + 8, (uint32_t)u->addr_len);
+	put_be32(blob + 8, (uint32_t)up->addr_len);
 	put_be32(blob + 12, (uint32_t)u->rkey_len);
-	memcpy(blob + UCX_BLOB_HDR, u->addr, u->addr_len);
-	memcpy(blob + UCX_BLOB_HDR + u->addr_len, u->rkey_buf, u->rkey_len);
+	memcpy(blob + UCX_BLOB_HDR, up->addr, up->addr_len);
+	memcpy(blob + UCX_BLOB_HDR + up->addr_len, u->rkey_buf, u->rkey_len);
 	*len = (uint32_t)need;
 	return 0;
 }
@@ -285,7 +332,7 @@ static ucs_status_t ep_create(struct ucx_peer *up, const ucp_address_t *addr,
 		.err_handler = { .cb = ucx_ep_error, .arg = up },
 	};
 
-	return ucp_ep_create(up->u->worker, &ep, &up->ep);
+	return ucp_ep_create(up->worker, &ep, &up->ep);
 }
 
 static int ucx_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
@@ -335,19 +382,19 @@ out:
  * short spin it sleeps on the worker's event fd, so that a peer slow to
  * answer (a close's flush waits for it) costs no CPU.
  */
-static void wait_request(struct ucx_ctx *u, void *req, int64_t deadline)
+static void wait_request(struct ucx_peer *up, void *req, int64_t deadline)
 {
 	int64_t spin_until = now_ns() + UCX_CLOSE_SPIN_NS;
-	struct pollfd pfd = { .fd = u->efd, .events = POLLIN };
+	struct pollfd pfd = { .fd = up->efd, .events = POLLIN };
 	int left;
 
 	if (!UCS_PTR_IS_PTR(req))
 		return;
 	while (ucp_request_check_status(req) == UCS_INPROGRESS &&
 	       !deadline_passed(deadline)) {
-		if (ucp_worker_progress(u->worker) || now_ns() < spin_until)
+		if (ucp_worker_progress(up->worker) || now_ns() < spin_until)
 			continue;
-		if (ucp_worker_arm(u->worker) != UCS_OK)
+		if (ucp_worker_arm(up->worker) != UCS_OK)
 			continue;
 		left = deadline_remaining_ms(deadline);
 		poll(&pfd, 1, left < 0 || left > 100 ? 100 : left);
@@ -379,8 +426,10 @@ static void ucx_peer_destroy(void *ctx, void *xpeer, bool graceful,
 		if (!graceful)
 			param.flags = UCP_EP_CLOSE_FLAG_FORCE;
 		req = ucp_ep_close_nbx(up->ep, &param);
-		wait_request(u, req, deadline);
+		wait_request(up, req, deadline);
 	}
+	list_del(&up->node);
+	peer_worker_destroy(up);
 	pthread_mutex_unlock(&u->lock);
 	free(up);
 }
@@ -435,29 +484,44 @@ out:
 static int ucx_progress(void *ctx)
 {
 	struct ucx_ctx *u = ctx;
-	int n = 0;
+	struct list_node *pos, *tmp;
+	int n = 0, k;
 
 	pthread_mutex_lock(&u->lock);
-	while (n < UCX_PROGRESS_BATCH && ucp_worker_progress(u->worker))
-		n++;
+	list_for_each_safe(pos, tmp, &u->peers) {
+		struct ucx_peer *up = container_of(pos, struct ucx_peer, node);
+
+		for (k = 0; k < UCX_PROGRESS_BATCH &&
+			    ucp_worker_progress(up->worker); k++)
+			;
+		n += k;
+	}
 	pthread_mutex_unlock(&u->lock);
 	return n;
 }
 
+/* Arms every peer's worker; -EBUSY when one has events to progress first. */
 static int ucx_arm(void *ctx)
 {
 	struct ucx_ctx *u = ctx;
-	ucs_status_t st;
+	struct list_node *pos, *tmp;
+	ucs_status_t st = UCS_OK;
 
 	pthread_mutex_lock(&u->lock);
-	st = ucp_worker_arm(u->worker);
+	list_for_each_safe(pos, tmp, &u->peers) {
+		struct ucx_peer *up = container_of(pos, struct ucx_peer, node);
+
+		st = ucp_worker_arm(up->worker);
+		if (st != UCS_OK)
+			break;
+	}
 	pthread_mutex_unlock(&u->lock);
 	return st == UCS_OK ? 0 : -EBUSY;
 }
 
 static int ucx_event_fd(void *ctx)
 {
-	return ((struct ucx_ctx *)ctx)->efd;
+	return ((struct ucx_ctx *)ctx)->epfd;
 }
 
 const struct xport_ops xport_ucx_ops = {
