@@ -37,9 +37,10 @@ struct vb_port {
 int vb_port_open(const char *name, uint8_t port, struct vb_port *p);
 
 /*
- * Register @buf in @pd for local and remote access: a GPU buffer as is
- * (peer memory), a /dev/hmc buffer as a dma-buf where the device and the
- * module allow it, else its mapping. NULL and a negative errno in @err.
+ * Register @buf in @pd for local and remote access: a /dev/hmc or GPU
+ * buffer as a dma-buf where it exports one and the device takes it, else
+ * its mapping (GPU memory: peer memory). NULL and a negative errno in
+ * @err: -EOPNOTSUPP for GPU memory the device cannot reach at all.
  */
 struct ibv_mr *vb_reg_buf(struct vb_port *p, struct ibv_pd *pd,
 			  struct hmc_buf *buf, int *err);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Verbs transport: which device, port and GID we talk through, and the one
- * memory region of the communicator's ConnBuffer.
+ * memory region of the communicator's ConnBuffer: a dma-buf region where
+ * the buffer exports one (hmc.ko, a GPU runtime) and the device takes it,
+ * else the buffer's mapping (for GPU memory: peer memory).
  *
  * The port is the one asked for (hmc_comm_opts.ib_dev/ib_port, else
  * HMC_IB_DEV=dev[:port]) or the first ACTIVE port of the first device that
@@ -13,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "log.h"
@@ -227,31 +230,41 @@ int vb_port_open(const char *name, uint8_t port, struct vb_port *p)
 }
 
 /*
- * Where the device takes dma-buf memory regions, a /dev/hmc buffer should
- * be registered through a dma-buf exported by hmc.ko. The module cannot
- * export one yet (that ioctl comes with issue 5; the export and
- * ibv_reg_dmabuf_mr(pd, 0, size, iova, fd, access) go here then), so for
- * now this only finds out whether the device could and says so: a provider
- * without dma-buf regions fails with EOPNOTSUPP before it looks at the
- * descriptor, one with them rejects the invalid -1 (EBADF).
+ * A /dev/hmc or GPU buffer as a dma-buf memory region, its iova the
+ * buffer's address (what peers are told); NULL, and a debug line saying
+ * what is tried instead, where the buffer cannot be exported or the device
+ * takes no dma-buf regions (rxe on 6.1: EOPNOTSUPP).
  */
-static void note_dmabuf(struct vb_port *p, struct ibv_pd *pd,
-			struct hmc_buf *buf, int access)
+static struct ibv_mr *reg_dmabuf(struct vb_port *p, struct ibv_pd *pd,
+				 struct hmc_buf *buf, int access)
 {
 	const char *dev = ibv_get_device_name(p->dev->device);
+	const char *instead = hmc_buf_mem_type(buf) == HMC_MEM_CPU ?
+		"registering the /dev/hmc mapping with ibv_reg_mr" :
+		"trying ibv_reg_mr (peer memory)";
 	struct ibv_mr *mr;
+	int fd, rc;
 
+	rc = hmc_buf_export_fd(buf, 0, 0, HMC_BUF_EXPORT_RDWR, &fd);
+	if (rc) {
+		pr_debug("verbs: no dma-buf of the %s buffer: %s: %s instead",
+			 hmc_mem_type_name(hmc_buf_mem_type(buf)),
+			 hmc_strerror(rc), instead);
+		return NULL;
+	}
 	errno = 0;
 	mr = ibv_reg_dmabuf_mr(pd, 0, hmc_buf_size(buf),
-			       (uintptr_t)hmc_buf_ptr(buf), -1, access);
-	if (mr)		/* no provider accepts -1, but never leak one */
-		ibv_dereg_mr(mr);
-	else if (errno == EOPNOTSUPP)
-		pr_debug("verbs: %s: ibv_reg_dmabuf_mr: %s: registering the /dev/hmc mapping with ibv_reg_mr instead",
-			 dev, hmc_strerror(-EOPNOTSUPP));
+			       (uintptr_t)hmc_buf_ptr(buf), fd, access);
+	rc = errno ? -errno : -EIO;
+	close(fd);		/* the region holds the dma-buf */
+	if (mr)
+		pr_debug("verbs: %s: the %zu-byte %s buffer registered as a dma-buf",
+			 dev, hmc_buf_size(buf),
+			 hmc_mem_type_name(hmc_buf_mem_type(buf)));
 	else
-		pr_debug("verbs: %s takes dma-buf memory regions, but hmc.ko cannot export ConnBuffers yet: registering the /dev/hmc mapping with ibv_reg_mr",
-			 dev);
+		pr_debug("verbs: %s: ibv_reg_dmabuf_mr: %s: %s instead", dev,
+			 hmc_strerror(rc), instead);
+	return mr;
 }
 
 struct ibv_mr *vb_reg_buf(struct vb_port *p, struct ibv_pd *pd,
@@ -259,24 +272,29 @@ struct ibv_mr *vb_reg_buf(struct vb_port *p, struct ibv_pd *pd,
 {
 	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ;
+	enum hmc_buf_backing backing = hmc_buf_backing(buf);
 	enum hmc_mem_type type = hmc_buf_mem_type(buf);
 	struct ibv_mr *mr;
 
-	if (type == HMC_MEM_CPU && hmc_buf_backing(buf) == HMC_BUF_BACKING_KMOD)
-		note_dmabuf(p, pd, buf, access);
+	if (backing == HMC_BUF_BACKING_KMOD ||
+	    backing == HMC_BUF_BACKING_DEVICE) {
+		mr = reg_dmabuf(p, pd, buf, access);
+		if (mr)
+			return mr;
+	}
+	errno = 0;
 	mr = ibv_reg_mr(pd, hmc_buf_ptr(buf), hmc_buf_size(buf), access);
 	if (mr)
 		return mr;
 	*err = errno ? -errno : -EIO;
 	if (type != HMC_MEM_CPU) {
-		pr_debug("verbs: %s cannot register %s memory (ibv_reg_mr: %s): GPU memory needs peer-memory support (nvidia-peermem, amdgpu)",
+		pr_debug("verbs: %s cannot register %s memory (ibv_reg_mr: %s): it needs dma-buf or peer-memory support (nvidia-peermem, amdgpu)",
 			 ibv_get_device_name(p->dev->device),
 			 hmc_mem_type_name(type), hmc_strerror(*err));
 		*err = -EOPNOTSUPP;
 	} else {
 		pr_info("verbs: ibv_reg_mr of the %zu-byte %s buffer: %s",
-			hmc_buf_size(buf),
-			hmc_buf_backing_name(hmc_buf_backing(buf)),
+			hmc_buf_size(buf), hmc_buf_backing_name(backing),
 			hmc_strerror(*err));
 	}
 	return NULL;
