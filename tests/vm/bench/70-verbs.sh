@@ -115,20 +115,27 @@ hmc() {
 
 RATIOS=""
 
-# bench_bw put|get NAME SIZE ITERS: MB/s = 10^6 B/s (perftest's MB/sec is
-# 2^20 B/s, converted)
+# bench_bw LABEL SIZE ITERS: put_bw and get_bw of one hmcperf session
+# against ib_write_bw and ib_read_bw. MB/s = 10^6 B/s (perftest's MB/sec
+# is 2^20 B/s, converted).
 bench_bw() {
-	local op=$1 name=$2 size=$3 iters=$4 tool=ib_write_bw ours="" theirs="" i
+	local label=$1 size=$2 iters=$3 put="" get="" write="" read="" i
 
-	[ "$op" = get ] && tool=ib_read_bw
 	for ((i = 0; i < REPS; i++)); do
-		hmc -t "${op}_bw" -s "$size" -n "$iters" -O $WINDOW
-		ours="$ours $(json_field "$tmp/cli" bw_MBps)"
-		perftest_value 4 $tool -s "$size" -n "$iters" -t $WINDOW
-		theirs="$theirs $(awk -v v="$PT_VALUE" 'BEGIN { printf "%.2f", v * 1.048576 }')"
+		hmc -t put_bw,get_bw -s "$size" -n "$iters" -O $WINDOW
+		grep '"test":"put_bw"' "$tmp/cli" >"$tmp/put"
+		grep '"test":"get_bw"' "$tmp/cli" >"$tmp/get"
+		put="$put $(json_field "$tmp/put" bw_MBps)"
+		get="$get $(json_field "$tmp/get" bw_MBps)"
+		perftest_value 4 ib_write_bw -s "$size" -n "$iters" -t $WINDOW
+		write="$write $(awk -v v="$PT_VALUE" 'BEGIN { printf "%.2f", v * 1.048576 }')"
+		perftest_value 4 ib_read_bw -s "$size" -n "$iters" -t $WINDOW
+		read="$read $(awk -v v="$PT_VALUE" 'BEGIN { printf "%.2f", v * 1.048576 }')"
 	done
-	report "$name" "$ours" "$theirs" ">=0.9" MB/s \
-		"${op}_bw $size B, $iters iterations, window $WINDOW vs $tool"
+	report "verbs_put_bw_$label" "$put" "$write" ">=0.9" MB/s \
+		"put_bw $size B, $iters iterations, window $WINDOW vs ib_write_bw"
+	report "verbs_get_bw_$label" "$get" "$read" ">=0.9" MB/s \
+		"get_bw $size B, $iters iterations, window $WINDOW vs ib_read_bw"
 }
 
 bench_lat() {
@@ -145,11 +152,8 @@ bench_lat() {
 }
 
 echo "== verbs benchmarks on $DEV ($IP): $(nproc) CPUs, $REPS repetitions each (median), tools alternating"
-bench_bw put verbs_put_bw_4KiB 4096 3000
-bench_bw put verbs_put_bw_64KiB 65536 200
-bench_bw put verbs_put_bw_1MiB 1048576 40
-bench_bw get verbs_get_bw_4KiB 4096 3000
-bench_bw get verbs_get_bw_64KiB 65536 200
-bench_bw get verbs_get_bw_1MiB 1048576 40
+bench_bw 4KiB 4096 3000
+bench_bw 64KiB 65536 300
+bench_bw 1MiB 1048576 50
 bench_lat
 printf '%s' "$RATIOS"
