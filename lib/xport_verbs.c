@@ -23,6 +23,18 @@
  * back-pressure: what does not fit waits on the peer's pending list, in
  * order, and is posted from progress as completions free slots.
  *
+ * Staging: a GPU buffer that the device can register neither as a dma-buf
+ * nor as peer memory (vb_reg_buf says -EOPNOTSUPP) is reached through
+ * bounce buffers: per peer STAGE_PER_CH registered host chunks per channel
+ * (at most STAGE_MAX, chunks of at most STAGE_CHUNK_MAX bytes). A put's
+ * chunk is copied from the GPU into a free one just before it is posted,
+ * a get's chunk is copied to the GPU when its READ completes, before the
+ * chunk counts as done; a chunk waits on the pending list while none is
+ * free. So the copy of one chunk overlaps the transfer of the others, the
+ * memory stays bounded, and what follows holds unchanged. Such a buffer
+ * has no remote access: its metadata says so (BLOB_F_NO_REMOTE), and a
+ * peer's put, get or put_signal to it fails with -EOPNOTSUPP.
+ *
  * Ordering: a flush completes once every request posted to the peer before
  * it has completed (on RC a completion means the data was placed in the
  * peer's memory). put_signal sends its tag as a SEND behind the data: on
@@ -84,6 +96,10 @@
 #define MAX_INLINE		64
 #define HOP_LIMIT		64
 
+#define STAGE_PER_CH		2
+#define STAGE_MAX		16
+#define STAGE_CHUNK_MAX		(1ULL << 20)
+
 #define CHUNK_DEFAULT		(1ULL << 20)
 #define CHUNK_MAX		(1ULL << 30)
 #define POLL_BATCH		32
@@ -94,13 +110,16 @@
  * Metadata blob (big-endian): u8 version, u8 link (1 InfiniBand, 2
  * Ethernet), u8 active MTU (enum ibv_mtu), u8 READs we accept per QP,
  * be16 LID, be16 channels, 16 B GID, be64 buffer address, be64 buffer
- * size, be32 rkey, then per channel be32 QP number and be32 first PSN.
+ * size, be32 rkey, be32 flags (BLOB_F_*; others are refused), then per
+ * channel be32 QP number and be32 first PSN. Version 2 added the flags.
  */
-#define BLOB_VERSION		1
-#define BLOB_HDR		44
+#define BLOB_VERSION		2
+#define BLOB_HDR		48
 #define BLOB_CH			8
 #define LINK_IB			1
 #define LINK_ETH		2
+#define BLOB_F_NO_REMOTE	(1U << 0)	/* staged: address and rkey 0 */
+#define BLOB_FLAGS		BLOB_F_NO_REMOTE
 
 /* wr_id: bit 63 for receives, the channel in 32..39, a slot in 0..31. */
 #define WRID_RECV		(1ULL << 63)
@@ -115,7 +134,8 @@ struct vb_ctx {
 	pthread_mutex_t lock;
 	struct vb_port port;
 	struct ibv_pd *pd;
-	struct ibv_mr *mr;
+	struct ibv_mr *mr;		/* NULL when staged */
+	bool staged;			/* the buffer goes through bounce buffers */
 	struct ibv_comp_channel *chan;
 	uint8_t *base;
 	uint64_t chunk;
@@ -136,11 +156,19 @@ struct vb_op {
 	struct list_node pnode;	/* vp->pending while WRs wait for room */
 };
 
+/* A posted send WR: its op and, staged, its bounce chunk and local range. */
+struct vb_wr {
+	struct vb_op *op;
+	int32_t stage;		/* bounce chunk, or -1 */
+	uint32_t len;
+	uint64_t loff;
+};
+
 struct vb_chan {
 	struct ibv_qp *qp;
 	uint32_t psn;
 	uint32_t sq_head, sq_tail;	/* send WRs posted, completed */
-	struct vb_op **ring;		/* the op of each send slot */
+	struct vb_wr *ring;		/* the WR of each send slot */
 };
 
 struct vb_peer {
@@ -150,6 +178,10 @@ struct vb_peer {
 	struct ibv_cq *cq;
 	struct ibv_mr *tag_mr;
 	uint64_t *tags;		/* receive slots, then send slots */
+	struct ibv_mr *stage_mr;	/* staged: the bounce chunks */
+	uint8_t *stage;
+	uint32_t *stage_free;	/* free chunks, a stack */
+	uint32_t nstage, nstage_free;
 	uint32_t nch, sq_depth, rq_depth, max_inline;
 	struct vb_chan *ch;
 	uint32_t rr;		/* next channel, round-robin */
@@ -161,6 +193,7 @@ struct vb_peer {
 	struct list_node pending;
 	uint64_t rbase, rsize;
 	uint32_t rkey;
+	bool no_remote;		/* the peer's buffer is staged */
 };
 
 static const char *vb_dev_name(const struct vb_ctx *v)
@@ -258,22 +291,36 @@ static int vb_init(struct hmc_comm *comm, void **ctx)
 		goto err;
 	}
 	v->mr = vb_reg_buf(&v->port, v->pd, comm->buf, &rc);
-	if (!v->mr)
-		goto err;
+	if (!v->mr) {
+		if (rc != -EOPNOTSUPP ||
+		    hmc_buf_mem_type(comm->buf) == HMC_MEM_CPU)
+			goto err;
+		v->staged = true;
+	}
 	v->base = hmc_buf_ptr(comm->buf);
 	v->chunk = chunk_from_env();
 	if (v->chunk > v->port.max_msg_sz)
 		v->chunk = v->port.max_msg_sz;
+	if (v->staged && v->chunk > STAGE_CHUNK_MAX)
+		v->chunk = STAGE_CHUNK_MAX;
 	if (v->port.roce)
 		snprintf(where, sizeof(where), "RoCE GID index %d",
 			 v->port.gid_index);
 	else
 		snprintf(where, sizeof(where), "InfiniBand LID %u", v->port.lid);
-	pr_debug("verbs: rank %u: %s port %u, %s, MTU %d, chunk %llu B, %zu-byte %s buffer registered (rkey 0x%x)",
-		 comm->rank, vb_dev_name(v), v->port.num, where,
-		 128 << v->port.mtu, (unsigned long long)v->chunk,
-		 hmc_buf_size(comm->buf),
-		 hmc_buf_backing_name(hmc_buf_backing(comm->buf)), v->mr->rkey);
+	if (v->staged)
+		pr_debug("verbs: rank %u: %s port %u, %s, MTU %d, chunk %llu B, %zu-byte %s buffer staged through host memory: no remote access to it",
+			 comm->rank, vb_dev_name(v), v->port.num, where,
+			 128 << v->port.mtu, (unsigned long long)v->chunk,
+			 hmc_buf_size(comm->buf),
+			 hmc_mem_type_name(hmc_buf_mem_type(comm->buf)));
+	else
+		pr_debug("verbs: rank %u: %s port %u, %s, MTU %d, chunk %llu B, %zu-byte %s buffer registered (rkey 0x%x)",
+			 comm->rank, vb_dev_name(v), v->port.num, where,
+			 128 << v->port.mtu, (unsigned long long)v->chunk,
+			 hmc_buf_size(comm->buf),
+			 hmc_buf_backing_name(hmc_buf_backing(comm->buf)),
+			 v->mr->rkey);
 	*ctx = v;
 	return 0;
 err:
@@ -358,9 +405,36 @@ static void peer_fail(struct vb_peer *vp, int err)
 	fail_pending(vp, err);
 }
 
-/* Post one WR of @op on channel @c: a chunk of data, or the tag. */
+static uint8_t *stage_at(const struct vb_peer *vp, int32_t stage)
+{
+	return vp->stage + (size_t)stage * vp->v->chunk;
+}
+
+/* Copy between the staged buffer at @loff and bounce chunk @stage. */
+static int stage_copy(struct vb_peer *vp, int32_t stage, uint64_t loff,
+		      uint32_t len, bool to_buf)
+{
+	struct hmc_buf *buf = vp->v->comm->buf;
+	uint8_t *at = vp->v->base + loff, *bounce = stage_at(vp, stage);
+	int rc;
+
+	rc = hmc_mem_copy(hmc_buf_mem_type(buf), hmc_buf_device(buf),
+			  to_buf ? at : bounce, to_buf ? bounce : at, len,
+			  to_buf ? HMC_COPY_H2D : HMC_COPY_D2H);
+	if (rc)
+		pr_info("verbs: rank %u: staging %u bytes %s the %s buffer: %s",
+			vp->v->comm->rank, len, to_buf ? "into" : "out of",
+			hmc_mem_type_name(hmc_buf_mem_type(buf)),
+			hmc_strerror(rc));
+	return rc;
+}
+
+/*
+ * Post one WR of @op on channel @c: a chunk of data (from or into bounce
+ * chunk @stage when staged, else -1), or the tag.
+ */
 static int post_wr(struct vb_peer *vp, uint32_t c, struct vb_op *op,
-		   uint32_t len)
+		   uint32_t len, int32_t stage)
 {
 	struct vb_ctx *v = vp->v;
 	struct vb_chan *ch = &vp->ch[c];
@@ -383,8 +457,12 @@ static int post_wr(struct vb_peer *vp, uint32_t c, struct vb_op *op,
 					vp->tag_mr->lkey };
 		wr.opcode = IBV_WR_SEND;
 	} else {
-		sge = (struct ibv_sge){ (uintptr_t)(v->base + op->loff), len,
-					v->mr->lkey };
+		if (stage >= 0)
+			sge = (struct ibv_sge){ (uintptr_t)stage_at(vp, stage),
+						len, vp->stage_mr->lkey };
+		else
+			sge = (struct ibv_sge){ (uintptr_t)(v->base + op->loff),
+						len, v->mr->lkey };
 		wr.opcode = op->kind == REQ_GET ? IBV_WR_RDMA_READ :
 						  IBV_WR_RDMA_WRITE;
 		wr.wr.rdma.remote_addr = vp->rbase + op->roff;
@@ -395,7 +473,7 @@ static int post_wr(struct vb_peer *vp, uint32_t c, struct vb_op *op,
 	rc = ibv_post_send(ch->qp, &wr, &bad);
 	if (rc)
 		return -rc;
-	ch->ring[slot] = op;
+	ch->ring[slot] = (struct vb_wr){ op, stage, len, op->loff };
 	ch->sq_head++;
 	op->inflight++;
 	return 0;
@@ -418,9 +496,13 @@ static int pick_chan(struct vb_peer *vp, const struct vb_op *op)
 	return -1;
 }
 
-/* Post what fits of @op: 0, -EAGAIN when out of room, or a post error. */
+/*
+ * Post what fits of @op: 0, -EAGAIN when out of room or bounce chunks, or
+ * a post error. A put's chunk that cannot be staged ends @op, not the peer.
+ */
 static int op_push(struct vb_peer *vp, struct vb_op *op)
 {
+	int32_t stage;
 	uint32_t len;
 	int c, rc;
 
@@ -429,9 +511,23 @@ static int op_push(struct vb_peer *vp, struct vb_op *op)
 		if (c < 0)
 			return -EAGAIN;
 		len = (uint32_t)min_t(uint64_t, op->left, vp->v->chunk);
-		rc = post_wr(vp, (uint32_t)c, op, len);
+		stage = -1;
+		if (len && vp->v->staged) {
+			if (!vp->nstage_free)
+				return -EAGAIN;
+			stage = (int32_t)vp->stage_free[vp->nstage_free - 1];
+			rc = op->kind == REQ_GET ? 0 :
+			     stage_copy(vp, stage, op->loff, len, false);
+			if (rc) {
+				op_abort(op, rc);
+				return 0;
+			}
+		}
+		rc = post_wr(vp, (uint32_t)c, op, len, stage);
 		if (rc)
 			return rc;
+		if (stage >= 0)
+			vp->nstage_free--;
 		if (len) {
 			op->loff += len;
 			op->roff += len;
@@ -459,15 +555,16 @@ static void push_pending(struct vb_peer *vp)
 			continue;
 		}
 		list_del(n);
-		if (rc) {
-			pr_info("verbs: rank %u: ibv_post_send to rank %u: %s",
-				vp->v->comm->rank, vp->peer->rank,
-				hmc_strerror(rc));
-			op_abort(op, rc);
-			op_maybe_finish(vp, op);
-			peer_fail(vp, rc);
-			return;
+		if (!rc) {
+			op_maybe_finish(vp, op);	/* ended while staging */
+			continue;
 		}
+		pr_info("verbs: rank %u: ibv_post_send to rank %u: %s",
+			vp->v->comm->rank, vp->peer->rank, hmc_strerror(rc));
+		op_abort(op, rc);
+		op_maybe_finish(vp, op);
+		peer_fail(vp, rc);
+		return;
 	}
 }
 
@@ -498,6 +595,7 @@ static void send_done(struct vb_peer *vp, const struct ibv_wc *wc)
 	uint32_t c = WRID_CH(wc->wr_id);
 	struct vb_chan *ch;
 	struct vb_op *op;
+	struct vb_wr wr;
 	int err;
 
 	if (c >= vp->nch || WRID_SLOT(wc->wr_id) != vp->ch[c].sq_tail) {
@@ -509,10 +607,19 @@ static void send_done(struct vb_peer *vp, const struct ibv_wc *wc)
 		return;
 	}
 	ch = &vp->ch[c];
-	op = ch->ring[ch->sq_tail % vp->sq_depth];
-	ch->ring[ch->sq_tail % vp->sq_depth] = NULL;
+	wr = ch->ring[ch->sq_tail % vp->sq_depth];
 	ch->sq_tail++;
+	op = wr.op;
 	op->inflight--;
+	if (wr.stage >= 0) {
+		/* a staged get's chunk is done once it is in the buffer */
+		if (wc->status == IBV_WC_SUCCESS && op->kind == REQ_GET) {
+			err = stage_copy(vp, wr.stage, wr.loff, wr.len, true);
+			if (err)
+				op_abort(op, err);
+		}
+		vp->stage_free[vp->nstage_free++] = (uint32_t)wr.stage;
+	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		err = wc_errno(vp, wc->status);
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
@@ -659,7 +766,7 @@ static void destroy_qps(struct vb_peer *vp)
 	vp->cq = NULL;
 }
 
-/* QPs, CQ, then the tag MR, and the memory. */
+/* QPs, CQ, then the tag and bounce MRs, and the memory. */
 static void free_peer(struct vb_peer *vp)
 {
 	uint32_t c;
@@ -669,9 +776,35 @@ static void free_peer(struct vb_peer *vp)
 		free(vp->ch[c].ring);
 	if (vp->tag_mr)
 		warn_on(ibv_dereg_mr(vp->tag_mr), "ibv_dereg_mr");
+	if (vp->stage_mr)
+		warn_on(ibv_dereg_mr(vp->stage_mr), "ibv_dereg_mr");
 	free(vp->tags);
+	free(vp->stage);
+	free(vp->stage_free);
 	free(vp->ch);
 	free(vp);
+}
+
+/* Staged: the registered bounce chunks, all free. */
+static int stage_alloc(struct vb_peer *vp)
+{
+	struct vb_ctx *v = vp->v;
+	uint32_t i;
+
+	vp->nstage = min_t(uint32_t, vp->nch * STAGE_PER_CH, STAGE_MAX);
+	vp->stage = aligned_alloc(64, (size_t)vp->nstage * v->chunk);
+	vp->stage_free = calloc(vp->nstage, sizeof(*vp->stage_free));
+	if (!vp->stage || !vp->stage_free)
+		return -ENOMEM;
+	vp->stage_mr = ibv_reg_mr(v->pd, vp->stage,
+				  (size_t)vp->nstage * v->chunk,
+				  IBV_ACCESS_LOCAL_WRITE);
+	if (!vp->stage_mr)
+		return errno ? -errno : -ENOMEM;
+	for (i = 0; i < vp->nstage; i++)
+		vp->stage_free[i] = vp->nstage - 1 - i;
+	vp->nstage_free = vp->nstage;
+	return 0;
 }
 
 static int vb_peer_create(void *ctx, struct peer *peer, void **xpeer)
@@ -720,6 +853,11 @@ static int vb_peer_create(void *ctx, struct peer *peer, void **xpeer)
 		rc = errno ? -errno : -ENOMEM;
 		goto err;
 	}
+	if (v->staged) {
+		rc = stage_alloc(vp);
+		if (rc)
+			goto err;
+	}
 	/*
 	 * Armed from the start: the core may already sleep on an armed
 	 * transport, and the first completion here must wake it.
@@ -763,9 +901,10 @@ static int vb_peer_info(void *ctx, void *xpeer, uint8_t *blob, uint32_t cap,
 	put_be16(blob + 4, v->port.lid);
 	put_be16(blob + 6, (uint16_t)vp->nch);
 	memcpy(blob + 8, v->port.gid.raw, 16);
-	put_be64(blob + 24, (uint64_t)(uintptr_t)v->base);
+	put_be64(blob + 24, v->staged ? 0 : (uint64_t)(uintptr_t)v->base);
 	put_be64(blob + 32, hmc_buf_size(v->comm->buf));
-	put_be32(blob + 40, v->mr->rkey);
+	put_be32(blob + 40, v->staged ? 0 : v->mr->rkey);
+	put_be32(blob + 44, v->staged ? BLOB_F_NO_REMOTE : 0);
 	for (c = 0; c < vp->nch; c++) {
 		put_be32(blob + BLOB_HDR + c * BLOB_CH, vp->ch[c].qp->qp_num);
 		put_be32(blob + BLOB_HDR + c * BLOB_CH + 4, vp->ch[c].psn);
@@ -843,7 +982,8 @@ static int vb_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
 		return -EINVAL;
 	}
 	if (len != BLOB_HDR + nch * BLOB_CH || blob[2] < IBV_MTU_256 ||
-	    blob[2] > IBV_MTU_4096 || !blob[3])
+	    blob[2] > IBV_MTU_4096 || !blob[3] ||
+	    (get_be32(blob + 44) & ~BLOB_FLAGS))
 		return -EPROTO;
 	if (blob[1] != (v->port.roce ? LINK_ETH : LINK_IB)) {
 		pr_info("verbs: rank %u is on %s, we are on %s",
@@ -854,6 +994,7 @@ static int vb_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
 	vp->rbase = get_be64(blob + 24);
 	vp->rsize = get_be64(blob + 32);
 	vp->rkey = get_be32(blob + 40);
+	vp->no_remote = get_be32(blob + 44) & BLOB_F_NO_REMOTE;
 	for (c = 0; c < nch; c++) {
 		qpn = get_be32(blob + BLOB_HDR + c * BLOB_CH);
 		psn = get_be32(blob + BLOB_HDR + c * BLOB_CH + 4);
@@ -975,6 +1116,12 @@ static int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 	}
 	if (kind != REQ_FLUSH && range_check(vp->rsize, roff, len)) {
 		rc = -ERANGE;
+		goto err;
+	}
+	if (kind != REQ_FLUSH && vp->no_remote) {
+		pr_debug("verbs: rank %u: rank %u's ConnBuffer is GPU memory its RDMA device cannot reach (staged through host memory): no put, get or put_signal to it",
+			 v->comm->rank, vp->peer->rank);
+		rc = -EOPNOTSUPP;
 		goto err;
 	}
 	/* one QP carries a put_signal whose data fits on it: tag behind it */

@@ -206,7 +206,16 @@ enum hmc_transport {
 	/* shm for a peer on this host when both buffers come from /dev/hmc, else ucx */
 	HMC_TRANSPORT_AUTO,
 	HMC_TRANSPORT_UCX,		/* UCX (posix/cma on one host, tcp, ...) */
-	HMC_TRANSPORT_VERBS,		/* ibverbs RC queue pairs */
+	/*
+	 * ibverbs RC queue pairs. The ConnBuffer is registered as a dma-buf
+	 * where it exports one and the device takes it, else as is (GPU
+	 * memory: peer memory). A GPU buffer the device can reach neither
+	 * way is staged: our puts, gets and put_signals go through a few
+	 * registered host bounce buffers per peer (with every ordering
+	 * guarantee kept), but the buffer cannot be a target: a peer's put,
+	 * get or put_signal to it fails with -EOPNOTSUPP.
+	 */
+	HMC_TRANSPORT_VERBS,
 	HMC_TRANSPORT_SHM,		/* same host: copies into the peer's mapped buffer */
 };
 

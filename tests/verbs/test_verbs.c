@@ -14,6 +14,15 @@
  *             buffer and why it went to ibv_reg_mr all the same (on rxe:
  *             ibv_reg_dmabuf_mr is not supported), and say nothing of
  *             dma-bufs for other buffers.
+ *   staged    2 ranks, with the mock CUDA driver (tests/gpu) handing out
+ *             memory the device cannot register (MOCK_GPU_UNREACHABLE=1):
+ *             rank 0's CUDA ConnBuffer is staged through host bounce
+ *             buffers. Its puts, gets and put_signals of the edges' sizes
+ *             to rank 1's CPU buffer, all in flight at once, every byte
+ *             checked (put_signal data on its tag); rank 1's put, get and
+ *             put_signal to rank 0 fail with -EOPNOTSUPP and write
+ *             nothing, its flush works; the mock saw no misuse and no
+ *             leak.
  *   mismatch  2 ranks with 1 and --chs channels: the connect fails with
  *             -EINVAL and nothing stays connected; with equal counts the
  *             same ranks connect and move data.
@@ -29,6 +38,7 @@
  * The control plane listens on --ip (default 127.0.0.1); the data path
  * takes HMC_IB_DEV or the first active port.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -73,6 +83,8 @@ static struct {
 	bool fell_back;		/* ... and that ibv_reg_mr took over */
 	bool retry_exceeded;	/* a WR failed for want of an answer */
 	bool export_failed;	/* no dma-buf of the buffer at all */
+	bool staged;		/* our buffer goes through bounce buffers */
+	bool no_remote;		/* a refusal: the peer's buffer is staged */
 } seen;
 
 static void capture(enum hmc_log_level level, const char *msg, void *arg)
@@ -82,6 +94,11 @@ static void capture(enum hmc_log_level level, const char *msg, void *arg)
 		seen.dmabuf_eopnotsupp |= !!strstr(msg, hmc_strerror(-EOPNOTSUPP));
 		seen.fell_back |= !!strstr(msg, "registering the /dev/hmc mapping with ibv_reg_mr");
 		seen.export_failed |= !!strstr(msg, "no dma-buf of the");
+		diag("log: %s", msg);
+	}
+	if (strstr(msg, "staged through host memory")) {
+		seen.staged |= !!strstr(msg, "buffer staged");
+		seen.no_remote |= !!strstr(msg, "no put, get or put_signal");
 		diag("log: %s", msg);
 	}
 	if (strstr(msg, "retry counter exceeded")) {
@@ -227,6 +244,210 @@ static int edges_rank(struct mesh *m, void *arg)
 out:
 	hmc_comm_destroy(comm);
 	hmc_buf_destroy(buf);
+	return bad || itest_failures();
+}
+
+/* -------------------------------------------------------------- staged */
+
+/* What the mock CUDA driver saw go wrong (or leak, at @end): 0 if nothing. */
+static int mock_cuda_report(bool end)
+{
+	int (*report)(char *msg, size_t len);
+	char msg[256] = "";
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+	*(void **)&report = h ? dlsym(h, "mock_report") : NULL;
+	if (!report) {
+		diag("libcuda.so.1 is not the mock (LD_LIBRARY_PATH)");
+		return 1;
+	}
+	if (!report(msg, sizeof(msg)) || (!end && !strstr(msg, "violation")))
+		return 0;
+	diag("mock CUDA: %s", msg);
+	return 1;
+}
+
+/* Rank 0's communicator on a CUDA ConnBuffer of @size bytes. */
+static int staged_setup(const struct cfg *cfg, size_t size,
+			struct hmc_buf **buf, struct hmc_comm **comm)
+{
+	HMC_OPTS(hmc_comm_opts, opts, .rank = 0, .connect_timeout_ms = 15000,
+		 .op_timeout_ms = OP_TIMEOUT_MS, .num_chs = cfg->chs);
+	int rc;
+
+	rc = hmc_buf_create(HMC_MEM_CUDA, 0, size, NULL, buf);
+	if (rc) {
+		tap(false, "CUDA buffer of %zu bytes (mock): %s", size,
+		    hmc_strerror(rc));
+		return -1;
+	}
+	rc = hmc_comm_create(*buf, &opts, comm);
+	if (!rc)
+		rc = hmc_comm_listen(*comm, cfg->ip, 0);
+	if (rc) {
+		tap(false, "communicator on a CUDA buffer: %s", hmc_strerror(rc));
+		hmc_comm_destroy(*comm);
+		hmc_buf_destroy(*buf);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Both buffers: [0, H) the source, then inboxes of H bytes for puts and
+ * put_signals and a landing zone for gets, as in edges; only rank 0
+ * initiates transfers. Rank 0's buffer is device memory: it is filled
+ * and checked through a host copy, @host.
+ */
+static int staged_initiator(struct hmc_comm *comm, struct hmc_buf *buf,
+			    uint8_t *host, const size_t *lens, const size_t *off,
+			    size_t n, size_t h)
+{
+	hmc_req_t reqs[16];
+	uint64_t tag;
+	size_t i;
+	int rc = 0, bad = 0;
+
+	for (i = 0; i < n && !rc; i++) {
+		rc = hmc_comm_put_nb(comm, 1, off[i], h + off[i], lens[i],
+				     &reqs[2 * i]);
+		if (!rc)
+			rc = hmc_comm_get_nb(comm, 1, 3 * h + off[i], off[i],
+					     lens[i], &reqs[2 * i + 1]);
+		bad += expect(rc, 0, "post");
+	}
+	for (i = 2 * n; i-- > 0 && !rc;)
+		bad += expect(hmc_comm_wait(comm, reqs[i], OP_TIMEOUT_MS), 0,
+			      "wait, in reverse order");
+	for (i = 0; i < n && !bad; i++)
+		bad += expect(hmc_comm_put_signal(comm, 1, off[i],
+						  2 * h + off[i], lens[i], i),
+			      0, "put_signal");
+	if (!bad)
+		bad += expect(hmc_comm_flush(comm, 1), 0, "flush");
+	if (!bad)
+		bad += expect(hmc_comm_send_tag(comm, 1, TAG_DONE), 0,
+			      "done tag");
+	/* rank 1 has checked our data and tried to reach our buffer */
+	if (!bad)
+		bad += expect(hmc_comm_recv_tag(comm, 1, &tag, OP_TIMEOUT_MS), 0,
+			      "rank 1's done tag");
+	memset(host, 0, 4 * h);
+	bad += expect(hmc_buf_read(buf, 0, host, 4 * h, HMC_MEM_CPU), 0,
+		      "reading the CUDA buffer back");
+	for (i = 0; i < n && !bad; i++)
+		bad += !data_check(host, 3 * h + off[i], lens[i], 0x57a1,
+				   off[i], "get into the staged buffer");
+	bad += !data_check(host, 0, h, 0x57a0, 0, "our source, only read");
+	bad += !data_check(host, h, 2 * h, 0x57a2, h,
+			   "inboxes rank 1 could not write");
+	return bad;
+}
+
+static int staged_target(struct hmc_comm *comm, uint8_t *p, const size_t *lens,
+			 const size_t *off, size_t n, size_t h)
+{
+	hmc_req_t r;
+	uint64_t tag;
+	size_t i;
+	int rc, bad = 0;
+
+	for (i = 0; i < n && !bad; i++) {
+		rc = hmc_comm_recv_tag(comm, 0, &tag, OP_TIMEOUT_MS);
+		if (rc || tag != i) {
+			diag("put_signal tag %zu: %s, 0x%llx", i,
+			     hmc_strerror(rc), (unsigned long long)tag);
+			bad++;
+			break;
+		}
+		bad += !data_check(p, 2 * h + off[i], lens[i], 0x57a0, off[i],
+				   "staged put_signal data, on its tag");
+	}
+	if (!bad)
+		bad += expect(hmc_comm_recv_tag(comm, 0, &tag, OP_TIMEOUT_MS), 0,
+			      "done tag");
+	for (i = 0; i < n && !bad; i++)
+		bad += !data_check(p, h + off[i], lens[i], 0x57a0, off[i],
+				   "staged put");
+	tap(!bad, "from a staged CUDA buffer: put, get, put_signal of 1, a chunk less one, a chunk, a chunk and one and %zu bytes, every byte checked",
+	    lens[n - 1]);
+
+	rc = hmc_comm_put(comm, 0, 0, h, 4096);
+	bad += expect(rc, -EOPNOTSUPP, "put to the staged buffer");
+	rc = hmc_comm_get(comm, 0, 0, 0, 4096);
+	bad += expect(rc, -EOPNOTSUPP, "get from the staged buffer");
+	rc = hmc_comm_get_nb(comm, 0, 0, 0, 1, &r);
+	bad += expect(rc, -EOPNOTSUPP, "get_nb from the staged buffer");
+	rc = hmc_comm_put_signal(comm, 0, 0, 2 * h, 4096, TAG_DONE);
+	bad += expect(rc, -EOPNOTSUPP, "put_signal to the staged buffer");
+	bad += expect(hmc_comm_flush(comm, 0), 0, "flush to the staged peer");
+	bad += !data_check(p, 0, h, 0x57a1, 0, "our source, only read");
+	tap(!bad && seen.no_remote,
+	    "to a staged buffer: put, get and put_signal say -EOPNOTSUPP and the debug log why; flush works");
+	bad += expect(hmc_comm_send_tag(comm, 0, TAG_DONE), 0, "done tag");
+	return bad;
+}
+
+static int staged_rank(struct mesh *m, void *arg)
+{
+	const struct cfg *cfg = arg;
+	const uint64_t c = chunk_size();
+	const size_t lens[] = { 1, c - 1, c, c + 1, 3 * c + c / 2 + 7 };
+	const size_t n = sizeof(lens) / sizeof(lens[0]);
+	size_t off[sizeof(lens) / sizeof(lens[0])], h = 0, i;
+	struct hmc_comm *comm;
+	struct hmc_buf *buf;
+	uint8_t *host = NULL;
+	int bad = 0, rc;
+
+	itest_prefix("staged chs=%u r%d: ", cfg->chs, m->rank);
+	for (i = 0; i < n; i++) {
+		off[i] = h + 3 * i;
+		h = off[i] + lens[i];
+	}
+	hmc_set_log(capture, HMC_LOG_DEBUG, NULL);
+	if (m->rank == 0 ? staged_setup(cfg, 4 * h, &buf, &comm) :
+	    setup(m, cfg, cfg->chs, 4 * h, &buf, &comm))
+		return 1;
+	if (connect_all(m, comm, cfg)) {
+		bad = 1;
+		goto out;
+	}
+	if (m->rank == 0) {
+		tap(seen.export_failed && seen.staged,
+		    "a CUDA buffer with no dma-buf that the device cannot register: staged through host memory, the debug log says so");
+		host = malloc(4 * h);
+		data_fill(host, 0, h, 0x57a0);
+		data_fill(host, h, 2 * h, 0x57a2);
+		for (i = 0; i < n; i++)
+			data_unlike(host, 3 * h + off[i], lens[i], 0x57a1,
+				    off[i]);
+		rc = hmc_buf_write(buf, 0, host, 4 * h, HMC_MEM_CPU);
+		bad += expect(rc, 0, "filling the CUDA buffer");
+	} else {
+		data_fill(hmc_buf_ptr(buf), 0, h, 0x57a1);
+		for (i = 0; i < n; i++) {
+			data_unlike(hmc_buf_ptr(buf), h + off[i], lens[i],
+				    0x57a0, off[i]);
+			data_unlike(hmc_buf_ptr(buf), 2 * h + off[i], lens[i],
+				    0x57a0, off[i]);
+		}
+	}
+	bad += expect(hmc_comm_barrier(comm, OP_TIMEOUT_MS), 0, "barrier");
+	if (!bad && m->rank == 0) {
+		bad = staged_initiator(comm, buf, host, lens, off, n, h);
+		tap(!bad, "staged gets landed in the CUDA buffer, every byte checked, nothing else written");
+	} else if (!bad) {
+		bad = staged_target(comm, hmc_buf_ptr(buf), lens, off, n, h);
+	}
+	bad += expect(hmc_comm_barrier(comm, OP_TIMEOUT_MS), 0, "final barrier");
+	hmc_set_log(NULL, HMC_LOG_ERROR, NULL);
+out:
+	hmc_comm_destroy(comm);
+	hmc_buf_destroy(buf);
+	free(host);
+	if (m->rank == 0)
+		tap(!mock_cuda_report(true), "the mock CUDA driver saw no misuse and no leak");
 	return bad || itest_failures();
 }
 
@@ -553,7 +774,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind + 1 != argc || !cfg.chs || cfg.chs > HMC_VERBS_MAX_CHANNELS) {
-		fprintf(stderr, "usage: test_verbs edges|mismatch|devices|vanish [--chs N] [--ip IP]\n");
+		fprintf(stderr, "usage: test_verbs edges|staged|mismatch|devices|vanish [--chs N] [--ip IP]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -562,6 +783,8 @@ int main(int argc, char **argv)
 	name = argv[optind];
 	if (!strcmp(name, "edges"))
 		bad = mesh_run("edges", 2, edges_rank, &cfg, 120);
+	else if (!strcmp(name, "staged"))
+		bad = mesh_run("staged", 2, staged_rank, &cfg, 120);
 	else if (!strcmp(name, "mismatch"))
 		bad = mesh_run("mismatch", 2, mismatch_rank, &cfg, 120);
 	else if (!strcmp(name, "devices"))
