@@ -350,6 +350,7 @@ static void op_finish(struct vb_peer *vp, struct vb_op *op)
 	struct vb_op *head;
 
 	list_del(&op->node);
+	list_del(&op->pnode);	/* a no-op unless it still waited for room */
 	req_complete(op->r, op->status);
 	free(op);
 	while (!list_empty(&vp->ops)) {
