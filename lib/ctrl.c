@@ -948,7 +948,7 @@ err:
  * count, even when the transport noticed the failure before the control
  * socket was read. Stops at anything else.
  */
-static void peer_drain(struct hmc_comm *c, struct peer *p, struct conn *cn)
+static bool peer_drain(struct hmc_comm *c, struct peer *p, struct conn *cn)
 {
 	const uint8_t *payload;
 	struct frame_hdr h;
@@ -956,9 +956,11 @@ static void peer_drain(struct hmc_comm *c, struct peer *p, struct conn *cn)
 
 	for (;;) {
 		while (conn_next_frame(cn, &h, &payload) == 1) {
+			if (h.type == FRAME_BYE)
+				return true;
 			if (h.type != FRAME_TAG && h.type != FRAME_SIGNAL &&
 			    h.type != FRAME_BARRIER)
-				return;
+				return false;
 			frame_decode_u64(payload, h.len, &v);
 			pthread_mutex_lock(&c->lock);
 			if (h.type != FRAME_BARRIER)
@@ -969,7 +971,7 @@ static void peer_drain(struct hmc_comm *c, struct peer *p, struct conn *cn)
 			conn_consume(cn, &h);
 		}
 		if (conn_fill(cn) <= 0)
-			return;
+			return false;
 	}
 }
 
@@ -990,7 +992,12 @@ void ctrl_teardown(struct hmc_comm *c, struct peer *p, int err, bool remove,
 	if (!graceful && p->conn && p->conn->in_epoll &&
 	    p->state == PEER_CONNECTED) {
 		pthread_mutex_unlock(&c->lock);
-		peer_drain(c, p, p->conn);
+		/*
+		 * A peer that said goodbye disconnected, even if its transport
+		 * (closing after the goodbye was sent) is what we noticed first.
+		 */
+		if (peer_drain(c, p, p->conn))
+			err = -ENOTCONN;
 		pthread_mutex_lock(&c->lock);
 	}
 	cn = p->conn;

@@ -11,6 +11,9 @@
  * stalls the FIFO for every other sender. With a worker per peer, a peer
  * that dies can wedge only its own worker, which goes with it; the others
  * keep working. The workers' event fds are gathered in one epoll fd.
+ * After a graceful close a worker lingers a while before it is destroyed:
+ * its connections close with it, and the peer should read our goodbye on
+ * the control connection before it sees them go.
  *
  * Endpoints ask for peer-failure handling so that a dead peer is an error,
  * not a hang; where the transports cannot provide it (UCX 1.13's posix and
@@ -39,6 +42,7 @@
 
 #define UCX_PROGRESS_BATCH	64
 #define UCX_CLOSE_SPIN_NS	(100 * 1000)
+#define UCX_LINGER_NS		(500 * 1000 * 1000)
 
 struct ucx_ctx {
 	struct hmc_comm *comm;
@@ -50,6 +54,7 @@ struct ucx_ctx {
 	int epfd;		/* every peer worker's event fd */
 	uint8_t *base;
 	struct list_node peers;	/* struct ucx_peer.node, under lock */
+	struct list_node lingering; /* closed gracefully, worker kept a while */
 };
 
 struct ucx_peer {
@@ -65,6 +70,7 @@ struct ucx_peer {
 	uint64_t remote_base;
 	bool peer_err_mode;	/* the endpoint reports peer failure */
 	bool closed;
+	int64_t linger_until;	/* on u->lingering: destroy the worker then */
 };
 
 /* Blob: be64 base, be32 address length, be32 rkey length, address, rkey. */
@@ -172,10 +178,38 @@ static int ucx_map_buffer(struct ucx_ctx *u, struct hmc_buf *buf)
 	return 0;
 }
 
+static void peer_worker_destroy(struct ucx_peer *up)
+{
+	if (up->efd >= 0)
+		epoll_ctl(up->u->epfd, EPOLL_CTL_DEL, up->efd, NULL);
+	if (up->addr)
+		ucp_worker_release_address(up->worker, up->addr);
+	if (up->worker)
+		ucp_worker_destroy(up->worker);
+}
+
+/* Destroys the lingering workers whose time is up (all of them: @all). */
+static void reap_lingering(struct ucx_ctx *u, bool all)
+{
+	struct list_node *pos, *tmp;
+	int64_t now = now_ns();
+
+	list_for_each_safe(pos, tmp, &u->lingering) {
+		struct ucx_peer *up = container_of(pos, struct ucx_peer, node);
+
+		if (!all && now < up->linger_until)
+			continue;
+		list_del(&up->node);
+		peer_worker_destroy(up);
+		free(up);
+	}
+}
+
 static void ucx_fini(void *ctx)
 {
 	struct ucx_ctx *u = ctx;
 
+	reap_lingering(u, true);
 	if (u->rkey_buf)
 		ucp_rkey_buffer_release(u->rkey_buf);
 	if (u->memh)
@@ -205,6 +239,7 @@ static int ucx_init(struct hmc_comm *comm, void **ctx)
 		return -ENOMEM;
 	u->comm = comm;
 	list_init(&u->peers);
+	list_init(&u->lingering);
 	pthread_mutex_init(&u->lock, NULL);
 	u->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (u->epfd < 0) {
@@ -231,16 +266,6 @@ static int ucx_init(struct hmc_comm *comm, void **ctx)
 err:
 	ucx_fini(u);
 	return rc;
-}
-
-static void peer_worker_destroy(struct ucx_peer *up)
-{
-	if (up->efd >= 0)
-		epoll_ctl(up->u->epfd, EPOLL_CTL_DEL, up->efd, NULL);
-	if (up->addr)
-		ucp_worker_release_address(up->worker, up->addr);
-	if (up->worker)
-		ucp_worker_destroy(up->worker);
 }
 
 static int ucx_peer_create(void *ctx, struct peer *peer, void **xpeer)
@@ -429,9 +454,16 @@ static void ucx_peer_destroy(void *ctx, void *xpeer, bool graceful,
 		wait_request(up, req, deadline);
 	}
 	list_del(&up->node);
-	peer_worker_destroy(up);
+	if (graceful) {
+		epoll_ctl(u->epfd, EPOLL_CTL_DEL, up->efd, NULL);
+		up->efd = -1;
+		up->linger_until = now_ns() + UCX_LINGER_NS;
+		list_add_tail(&u->lingering, &up->node);
+	} else {
+		peer_worker_destroy(up);
+		free(up);
+	}
 	pthread_mutex_unlock(&u->lock);
-	free(up);
 }
 
 static void ucx_done(void *request, ucs_status_t status, void *user_data)
@@ -488,6 +520,8 @@ static int ucx_progress(void *ctx)
 	int n = 0, k;
 
 	pthread_mutex_lock(&u->lock);
+	if (!list_empty(&u->lingering))
+		reap_lingering(u, false);
 	list_for_each_safe(pos, tmp, &u->peers) {
 		struct ucx_peer *up = container_of(pos, struct ucx_peer, node);
 
