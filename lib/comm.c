@@ -614,17 +614,41 @@ int hmc_comm_wait(struct hmc_comm *c, hmc_req_t req, int timeout_ms)
 	return req_result(&c->reqs, req, true);
 }
 
+/*
+ * Callers that spin (hmc_comm_progress() while polling memory,
+ * hmc_comm_test() in a loop) poll at the lowest latency: the transports
+ * only, without a system call, and a full round (control sockets,
+ * handshakes) every PROGRESS_FULL_EVERY calls. Progress lock held.
+ */
+#define PROGRESS_FULL_EVERY	32
+
+static int progress_poll(struct hmc_comm *c)
+{
+	struct progress *pr = &c->progress;
+	int n;
+
+	if (++pr->polls % PROGRESS_FULL_EVERY) {
+		n = progress_xports(c);
+		if (n)
+			comm_broadcast(c);
+		return n;
+	}
+	__atomic_store_n(&pr->last_caller_ns, now_ns(), __ATOMIC_RELAXED);
+	return progress_once(c, 0);
+}
+
 int hmc_comm_test(struct hmc_comm *c, hmc_req_t req)
 {
-	int rc;
+	int rc, n;
 
 	if (!c)
 		return -EINVAL;
 	rc = req_result(&c->reqs, req, true);
 	if (rc == -EINPROGRESS && !pthread_mutex_trylock(&c->progress.lock)) {
-		progress_once(c, 0);
+		n = progress_poll(c);
 		pthread_mutex_unlock(&c->progress.lock);
-		rc = req_result(&c->reqs, req, true);
+		if (n)
+			rc = req_result(&c->reqs, req, true);
 	}
 	return rc;
 }
@@ -893,31 +917,15 @@ int hmc_comm_barrier(struct hmc_comm *c, int timeout_ms)
 	return rc;
 }
 
-/*
- * Callers poll memory with this at the lowest latency: it progresses the
- * transports only, and runs a full round (control sockets, handshakes)
- * every PROGRESS_FULL_EVERY calls.
- */
-#define PROGRESS_FULL_EVERY	32
-
 int hmc_comm_progress(struct hmc_comm *c)
 {
-	struct progress *pr;
 	int n;
 
 	if (!c)
 		return -EINVAL;
-	pr = &c->progress;
-	if (pthread_mutex_trylock(&pr->lock))
+	if (pthread_mutex_trylock(&c->progress.lock))
 		return 0;
-	if (++pr->polls % PROGRESS_FULL_EVERY) {
-		n = progress_xports(c);
-		if (n)
-			comm_broadcast(c);
-	} else {
-		__atomic_store_n(&pr->last_caller_ns, now_ns(), __ATOMIC_RELAXED);
-		n = progress_once(c, 0);
-	}
-	pthread_mutex_unlock(&pr->lock);
+	n = progress_poll(c);
+	pthread_mutex_unlock(&c->progress.lock);
 	return n;
 }
