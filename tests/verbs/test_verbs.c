@@ -132,11 +132,72 @@ static int connect_all(struct mesh *m, struct hmc_comm *comm,
 
 /* --------------------------------------------------------------- edges */
 
+#define MAX_RANGES	5
+
 static uint64_t chunk_size(void)
 {
 	const char *env = getenv("HMC_VERBS_CHUNK");
 
 	return env ? strtoull(env, NULL, 0) : MIB;
+}
+
+/*
+ * The ranges of edges and staged: 1 byte, a chunk less one, a chunk, a
+ * chunk and one and 3.5 chunks and 7, at unaligned offsets with gaps.
+ * Returns the size of the region they span, H.
+ */
+static size_t edge_ranges(size_t lens[MAX_RANGES], size_t off[MAX_RANGES])
+{
+	const uint64_t c = chunk_size();
+	size_t h = 0, i;
+
+	lens[0] = 1;
+	lens[1] = c - 1;
+	lens[2] = c;
+	lens[3] = c + 1;
+	lens[4] = 3 * c + c / 2 + 7;
+	for (i = 0; i < MAX_RANGES; i++) {
+		off[i] = h + 3 * i;
+		h = off[i] + lens[i];
+	}
+	return h;
+}
+
+/*
+ * The initiator's side of edges and staged, buffers laid out as edges_rank
+ * says: a put and a get per range, all in flight at once and waited in
+ * reverse order; then a put_signal per range, tagged with its index, a
+ * flush and the done tag.
+ */
+static int initiate(struct hmc_comm *comm, uint32_t peer, const size_t *lens,
+		    const size_t *off, size_t h)
+{
+	const size_t n = MAX_RANGES;
+	hmc_req_t reqs[2 * MAX_RANGES];
+	size_t i;
+	int rc = 0, bad = 0;
+
+	for (i = 0; i < n && !rc; i++) {
+		rc = hmc_comm_put_nb(comm, peer, off[i], h + off[i], lens[i],
+				     &reqs[2 * i]);
+		if (!rc)
+			rc = hmc_comm_get_nb(comm, peer, 3 * h + off[i], off[i],
+					     lens[i], &reqs[2 * i + 1]);
+		bad += expect(rc, 0, "post");
+	}
+	for (i = 2 * n; i-- > 0 && !rc;)
+		bad += expect(hmc_comm_wait(comm, reqs[i], OP_TIMEOUT_MS), 0,
+			      "wait, in reverse order");
+	for (i = 0; i < n && !bad; i++)
+		bad += expect(hmc_comm_put_signal(comm, peer, off[i],
+						  2 * h + off[i], lens[i], i),
+			      0, "put_signal");
+	if (!bad)
+		bad += expect(hmc_comm_flush(comm, peer), 0, "flush");
+	if (!bad)
+		bad += expect(hmc_comm_send_tag(comm, peer, TAG_DONE), 0,
+			      "done tag");
+	return bad;
 }
 
 /*
@@ -147,14 +208,11 @@ static uint64_t chunk_size(void)
 static int edges_rank(struct mesh *m, void *arg)
 {
 	const struct cfg *cfg = arg;
-	const uint64_t c = chunk_size();
-	const size_t lens[] = { 1, c - 1, c, c + 1, 3 * c + c / 2 + 7 };
-	const size_t n = sizeof(lens) / sizeof(lens[0]);
-	size_t off[sizeof(lens) / sizeof(lens[0])], h = 0, i;
+	size_t lens[MAX_RANGES], off[MAX_RANGES], i;
+	const size_t h = edge_ranges(lens, off), n = MAX_RANGES;
 	uint64_t mine = 0xed6e0 + (uint64_t)m->rank, theirs = 0xed6e1 - (uint64_t)m->rank;
 	uint32_t peer = (uint32_t)(1 - m->rank);
 	enum hmc_buf_backing backing;
-	hmc_req_t reqs[2 * sizeof(lens) / sizeof(lens[0])];
 	struct hmc_comm *comm;
 	struct hmc_buf *buf;
 	uint8_t *p;
@@ -162,10 +220,6 @@ static int edges_rank(struct mesh *m, void *arg)
 	int rc, bad = 0;
 
 	itest_prefix("edges chs=%u r%d: ", cfg->chs, m->rank);
-	for (i = 0; i < n; i++) {
-		off[i] = h + 3 * i;	/* unaligned, with gaps */
-		h = off[i] + lens[i];
-	}
 	hmc_set_log(capture, HMC_LOG_DEBUG, NULL);
 	if (setup(m, cfg, cfg->chs, 4 * h, &buf, &comm))
 		return 1;
@@ -195,26 +249,8 @@ static int edges_rank(struct mesh *m, void *arg)
 	rc = hmc_comm_barrier(comm, OP_TIMEOUT_MS);
 	bad += expect(rc, 0, "barrier");
 
-	for (i = 0; i < n && !rc; i++) {
-		rc = hmc_comm_put_nb(comm, peer, off[i], h + off[i], lens[i],
-				     &reqs[2 * i]);
-		if (!rc)
-			rc = hmc_comm_get_nb(comm, peer, 3 * h + off[i], off[i],
-					     lens[i], &reqs[2 * i + 1]);
-		bad += expect(rc, 0, "post");
-	}
-	for (i = 2 * n; i-- > 0 && !rc;)
-		bad += expect(hmc_comm_wait(comm, reqs[i], OP_TIMEOUT_MS), 0,
-			      "wait, in reverse order");
-	for (i = 0; i < n && !bad; i++)
-		bad += expect(hmc_comm_put_signal(comm, peer, off[i],
-						  2 * h + off[i], lens[i], i),
-			      0, "put_signal");
-	if (!bad)
-		bad += expect(hmc_comm_flush(comm, peer), 0, "flush");
-	if (!bad)
-		bad += expect(hmc_comm_send_tag(comm, peer, TAG_DONE), 0,
-			      "done tag");
+	if (!rc)
+		bad += initiate(comm, peer, lens, off, h);
 
 	for (i = 0; i < n && !bad; i++) {
 		rc = hmc_comm_recv_tag(comm, peer, &tag, OP_TIMEOUT_MS);
@@ -238,8 +274,8 @@ static int edges_rank(struct mesh *m, void *arg)
 	}
 	bad += !data_check(p, 0, h, mine, 0, "our source, only read");
 	tap(!bad, "put, get, put_signal of 1, %llu-1, %llu, %llu+1 and %zu bytes over %u channel(s), every byte checked",
-	    (unsigned long long)c, (unsigned long long)c, (unsigned long long)c,
-	    lens[n - 1], cfg->chs);
+	    (unsigned long long)lens[2], (unsigned long long)lens[2],
+	    (unsigned long long)lens[2], lens[n - 1], cfg->chs);
 	bad += expect(hmc_comm_barrier(comm, OP_TIMEOUT_MS), 0, "final barrier");
 out:
 	hmc_comm_destroy(comm);
@@ -303,31 +339,11 @@ static int staged_initiator(struct hmc_comm *comm, struct hmc_buf *buf,
 			    uint8_t *host, const size_t *lens, const size_t *off,
 			    size_t n, size_t h)
 {
-	hmc_req_t reqs[16];
 	uint64_t tag;
 	size_t i;
-	int rc = 0, bad = 0;
+	int bad;
 
-	for (i = 0; i < n && !rc; i++) {
-		rc = hmc_comm_put_nb(comm, 1, off[i], h + off[i], lens[i],
-				     &reqs[2 * i]);
-		if (!rc)
-			rc = hmc_comm_get_nb(comm, 1, 3 * h + off[i], off[i],
-					     lens[i], &reqs[2 * i + 1]);
-		bad += expect(rc, 0, "post");
-	}
-	for (i = 2 * n; i-- > 0 && !rc;)
-		bad += expect(hmc_comm_wait(comm, reqs[i], OP_TIMEOUT_MS), 0,
-			      "wait, in reverse order");
-	for (i = 0; i < n && !bad; i++)
-		bad += expect(hmc_comm_put_signal(comm, 1, off[i],
-						  2 * h + off[i], lens[i], i),
-			      0, "put_signal");
-	if (!bad)
-		bad += expect(hmc_comm_flush(comm, 1), 0, "flush");
-	if (!bad)
-		bad += expect(hmc_comm_send_tag(comm, 1, TAG_DONE), 0,
-			      "done tag");
+	bad = initiate(comm, 1, lens, off, h);
 	/* rank 1 has checked our data and tried to reach our buffer */
 	if (!bad)
 		bad += expect(hmc_comm_recv_tag(comm, 1, &tag, OP_TIMEOUT_MS), 0,
@@ -391,20 +407,14 @@ static int staged_target(struct hmc_comm *comm, uint8_t *p, const size_t *lens,
 static int staged_rank(struct mesh *m, void *arg)
 {
 	const struct cfg *cfg = arg;
-	const uint64_t c = chunk_size();
-	const size_t lens[] = { 1, c - 1, c, c + 1, 3 * c + c / 2 + 7 };
-	const size_t n = sizeof(lens) / sizeof(lens[0]);
-	size_t off[sizeof(lens) / sizeof(lens[0])], h = 0, i;
+	size_t lens[MAX_RANGES], off[MAX_RANGES], i;
+	const size_t h = edge_ranges(lens, off), n = MAX_RANGES;
 	struct hmc_comm *comm;
 	struct hmc_buf *buf;
 	uint8_t *host = NULL;
 	int bad = 0, rc;
 
 	itest_prefix("staged chs=%u r%d: ", cfg->chs, m->rank);
-	for (i = 0; i < n; i++) {
-		off[i] = h + 3 * i;
-		h = off[i] + lens[i];
-	}
 	hmc_set_log(capture, HMC_LOG_DEBUG, NULL);
 	if (m->rank == 0 ? staged_setup(cfg, 4 * h, &buf, &comm) :
 	    setup(m, cfg, cfg->chs, 4 * h, &buf, &comm))
