@@ -94,6 +94,7 @@ _PROTOTYPES = {
     "hmc_comm_recv_tag": (c_int, [_comm_p, c_uint32, POINTER(c_uint64),
                                   c_int]),
     "hmc_comm_barrier": (c_int, [_comm_p, c_int]),
+    "hmc_comm_progress": (c_int, [_comm_p]),
 }
 
 

@@ -521,6 +521,16 @@ class Session:
         rank = self._rank(peer if peer is not None else ip, port, conn)
         return bool(self._lib.hmc_comm_is_connected(self._c.handle, rank))
 
+    def progress(self):
+        """Drive libhmc's progress once, without waiting: for a session
+        without the progress thread that polls (a target of UCX transfers
+        emulated with active messages must progress for them to land).
+        Returns how many events it handled."""
+        n = self._lib.hmc_comm_progress(self._cs.handle)
+        if n < 0:
+            raise HMCError(-n, "progress")
+        return n
+
     # ---------------------------------------------------------- requests
 
     def _reap(self, c):

@@ -232,6 +232,19 @@ class RankKeyedTest(Base):
             self.cli.wait(req)                  # already collected
         self.assertEqual(cm.exception.errno, errno.ENOENT)
 
+    def test_progress(self):
+        """progress() polls without waiting and says how many events it
+        handled; a target that polls it takes puts undisturbed."""
+        data = pattern(65536, 23)
+        self.cli.buf.put(data)
+        req = self.cli.put_nb(LOOPBACK, self.ports["ucx"], 0, 0, 65536,
+                              conn=UCX)
+        counts = [self.srv.progress() for _ in range(100)]
+        self.assertTrue(all(isinstance(n, int) and n >= 0 for n in counts))
+        self.cli.wait(req, timeout=20)
+        self.cli.flush(0)
+        self.assertBytes(self.srv.buf.get(65536, 0), data)
+
     def test_server_puts_to_a_rank(self):
         data = pattern(4096, 23)
         self.srv.buf.put(data, offset=100)
