@@ -6,6 +6,7 @@
 
 #include "auth.h"
 #include "pattern.h"
+#include "run_tcase.h"
 
 static uint8_t nd[FRAME_NONCE_LEN], nl[FRAME_NONCE_LEN];
 
@@ -58,17 +59,9 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("auth");
 	TCase *tc = tcase_create("auth");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_mac_binds_everything);
 	tcase_add_test(tc, test_nonces_are_fresh);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_tcase("auth", tc);
 }

@@ -25,6 +25,7 @@
 #include "buf.h"
 #include "opts.h"
 #include "pattern.h"
+#include "run_tcase.h"
 
 /* Messages libhmc logged while a test ran. */
 static struct {
@@ -672,11 +673,8 @@ static bool gpu_runtime_present(void)
 
 int main(void)
 {
-	Suite *s = suite_create("buf");
 	TCase *tc = tcase_create("buf");
 	bool devhmc = access("/dev/hmc", F_OK) == 0;
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_create_args);
@@ -701,11 +699,5 @@ int main(void)
 		printf("SKIP: a GPU runtime is present: its -ENODEV test does not apply (tests/gpu covers it)\n");
 	else
 		tcase_add_test(tc, test_gpu_absent);
-	suite_add_tcase(s, tc);
-
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_tcase("buf", tc);
 }

@@ -13,6 +13,7 @@
 #include <hmc/hmc.h>
 
 #include "pattern.h"
+#include "run_tcase.h"
 
 #define BUF_SIZE	(1 << 20)
 
@@ -265,10 +266,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("comm");
 	TCase *tc = tcase_create("comm");
-	SRunner *sr;
-	int failed;
 
 	setenv("UCX_TLS", "tcp,self", 0);
 	tcase_set_timeout(tc, 60);
@@ -279,10 +277,5 @@ int main(void)
 	tcase_add_test(tc, test_duplicate_rank);
 	tcase_add_test(tc, test_tags_order_and_disconnect);
 	tcase_add_test(tc, test_nb_any_order);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_tcase("comm", tc);
 }

@@ -13,6 +13,7 @@
 #include "comm.h"
 #include "frame.h"
 #include "pattern.h"
+#include "run_tcase.h"
 
 static void hdr(uint8_t *h, enum frame_type t, uint32_t len)
 {
@@ -362,10 +363,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("frame");
 	TCase *tc = tcase_create("frame");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_header_round_trip);
 	tcase_add_test(tc, test_header_rejects);
@@ -374,10 +372,5 @@ int main(void)
 	tcase_add_test(tc, test_stream_garbage);
 	tcase_add_test(tc, test_stream_max_frame);
 	tcase_add_test(tc, test_stream_fd_passing);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_tcase("frame", tc);
 }

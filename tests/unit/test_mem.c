@@ -16,6 +16,7 @@
 #include <hmc/hmc.h>
 
 #include "pattern.h"
+#include "run_tcase.h"
 
 START_TEST(test_type_names)
 {
@@ -164,10 +165,7 @@ int main(void)
 		"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
 		"libamdhip64.so.5", NULL
 	};
-	Suite *s = suite_create("mem");
 	TCase *tc = tcase_create("mem");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_type_names);
 	tcase_add_test(tc, test_bad_args);
@@ -175,11 +173,5 @@ int main(void)
 	tcase_add_test(tc, test_cpu_copy);
 	add_absent_test(tc, test_cuda_absent, "CUDA", cuda_libs);
 	add_absent_test(tc, test_rocm_absent, "ROCm", rocm_libs);
-	suite_add_tcase(s, tc);
-
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_tcase("mem", tc);
 }

@@ -6,6 +6,7 @@
 
 #include "comm.h"
 #include "req.h"
+#include "run_tcase.h"
 
 static struct req_table t;
 static struct peer *peer;
@@ -139,10 +140,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("req");
 	TCase *tc = tcase_create("req");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_complete_then_collect);
@@ -151,10 +149,5 @@ int main(void)
 	tcase_add_test(tc, test_peer_failure_keeps_slot_until_transport_lets_go);
 	tcase_add_test(tc, test_abandon);
 	tcase_add_test(tc, test_unposted);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_tcase("req", tc);
 }

@@ -6,7 +6,7 @@ UNIT_PROGS	:= $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
 
 all: $(UNIT_PROGS)
 
-$(O)/tests/unit/%: tests/unit/%.c $(LIBHMC_A) $(LIB_HDRS)
+$(O)/tests/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBHMC_A) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(HMC_CPPFLAGS) -Ilib $(HMC_CFLAGS) $(CFLAGS) $(CHECK_CFLAGS) \
 		$< -o $@ $(LIBHMC_A) $(LIB_LIBS) $(CHECK_LIBS)
