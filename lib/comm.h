@@ -11,7 +11,9 @@
  *                  comm->cond is broadcast whenever any of them changes;
  *   req_table.lock requests (and peer->reqs lists).
  * A transport's own lock nests inside progress.lock and outside comm->lock;
- * conn->tx_lock only serialises writes of whole frames.
+ * conn->tx_lock serialises writes of whole frames; a listener holds it
+ * around a peer's turn to CONNECTED and the XPORT_ACK (comm->lock inside),
+ * so that no frame of ours reaches the dialer before that ACK.
  */
 #ifndef HMC_LIB_COMM_H
 #define HMC_LIB_COMM_H

@@ -63,21 +63,30 @@ void conn_free(struct conn *cn)
 	free(cn);
 }
 
-int conn_send_fd(struct conn *cn, enum frame_type type, const void *payload,
-		 uint32_t len, int fd, int64_t deadline)
+/* One whole frame (and @fd, if not -1); the caller holds cn->tx_lock. */
+static int conn_write(struct conn *cn, enum frame_type type,
+		      const void *payload, uint32_t len, int fd,
+		      int64_t deadline)
 {
 	uint8_t hdr[FRAME_HDR_LEN];
 	struct iovec iov[2] = {
 		{ .iov_base = hdr, .iov_len = sizeof(hdr) },
 		{ .iov_base = (void *)payload, .iov_len = len },
 	};
-	int rc;
 
 	if (fd >= 0 && !cn->is_unix)
 		return -EOPNOTSUPP;
 	frame_encode_hdr(hdr, type, fd >= 0 ? FRAME_F_FD : 0, len);
+	return sock_send_all(cn->fd, iov, len ? 2 : 1, fd, deadline);
+}
+
+int conn_send_fd(struct conn *cn, enum frame_type type, const void *payload,
+		 uint32_t len, int fd, int64_t deadline)
+{
+	int rc;
+
 	pthread_mutex_lock(&cn->tx_lock);
-	rc = sock_send_all(cn->fd, iov, len ? 2 : 1, fd, deadline);
+	rc = conn_write(cn, type, payload, len, fd, deadline);
 	pthread_mutex_unlock(&cn->tx_lock);
 	return rc;
 }
@@ -334,11 +343,23 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 					  blob + FRAME_XPORT_HDR_LEN,
 					  FRAME_XPORT_MAX_BLOB, &blob_len);
 
+	if (rc && xpeer)
+		slot->ops->peer_destroy(slot->ctx, xpeer, false,
+					deadline_after_ms(0));
+	ack.status = rc;
+	ack.transport = x.transport;
+	ack.buf_size = hmc_buf_size(c->buf);
+	ack.blob_len = rc ? 0 : blob_len;
+	send_rc = frame_encode_xport(blob, &ack);
+
 	/*
 	 * Connected before the ACK leaves, so that once the dialer's connect
-	 * returns, this side already counts it as a peer. A failed send then
-	 * fails the peer like any broken connection.
+	 * returns, this side already counts it as a peer; under the send lock,
+	 * so that a tag another thread sends as soon as it sees the peer
+	 * cannot overtake the ACK. A failed send then fails the peer like any
+	 * broken connection.
 	 */
+	pthread_mutex_lock(&p->conn->tx_lock);
 	if (!rc) {
 		pthread_mutex_lock(&c->lock);
 		p->xops = slot->ops;
@@ -347,20 +368,13 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 		p->state = PEER_CONNECTED;
 		pthread_mutex_unlock(&c->lock);
 		list_del(&p->conn->hs_node);	/* no deadline any more */
-	} else if (xpeer) {
-		slot->ops->peer_destroy(slot->ctx, xpeer, false,
-					deadline_after_ms(0));
 	}
-	ack.status = rc;
-	ack.transport = x.transport;
-	ack.buf_size = hmc_buf_size(c->buf);
-	ack.blob_len = rc ? 0 : blob_len;
-	send_rc = frame_encode_xport(blob, &ack);
 	if (send_rc >= 0)
-		send_rc = conn_send_fd(p->conn, FRAME_XPORT_ACK, blob,
-				       (uint32_t)send_rc,
-				       rc ? -1 : xport_local_fd(slot, xpeer),
-				       deadline_after_ms(c->connect_timeout_ms));
+		send_rc = conn_write(p->conn, FRAME_XPORT_ACK, blob,
+				     (uint32_t)send_rc,
+				     rc ? -1 : xport_local_fd(slot, xpeer),
+				     deadline_after_ms(c->connect_timeout_ms));
+	pthread_mutex_unlock(&p->conn->tx_lock);
 	if (!rc && send_rc >= 0)
 		report_peer(c, p, HMC_PEER_CONNECTED, 0);
 	if (send_rc < 0)
