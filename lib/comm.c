@@ -164,7 +164,7 @@ int comm_xport(struct hmc_comm *c, enum hmc_transport type,
 			hmc_transport_name(type), hmc_strerror(rc));
 		goto out;
 	}
-	fd = slot->ops->event_fd(ctx);
+	fd = slot->ops->event_fd ? slot->ops->event_fd(ctx) : -1;
 	slot->src.kind = PSRC_XPORT;
 	slot->src.ptr = slot;
 	if (fd >= 0) {

@@ -59,6 +59,16 @@ void progress_unwatch(struct hmc_comm *c, int fd)
 	epoll_ctl(c->progress.epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
+int xport_watch(struct hmc_comm *c, enum hmc_transport type, int fd)
+{
+	return progress_watch(c, fd, &c->xports[type].src);
+}
+
+void xport_unwatch(struct hmc_comm *c, int fd)
+{
+	progress_unwatch(c, fd);
+}
+
 static void kick(struct progress *pr)
 {
 	uint64_t one = 1;

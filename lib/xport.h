@@ -22,7 +22,12 @@
  *    flushes and sends the tag over the control plane;
  *  - progress() and arm() never block; errors of a peer found while
  *    progressing are reported with comm_peer_error(), never by tearing the
- *    peer down from inside the transport.
+ *    peer down from inside the transport;
+ *  - a transport with one descriptor for all its peers names it with
+ *    event_fd(); one with a descriptor per peer leaves event_fd NULL and
+ *    hands each to xport_watch(), so that it sits in the progress engine's
+ *    own epoll set: every level of nested epoll adds a wake-up to each
+ *    packet's delivery.
  */
 #ifndef HMC_LIB_XPORT_H
 #define HMC_LIB_XPORT_H
@@ -66,6 +71,11 @@ struct xport_ops {
 	/* A file descriptor that becomes readable when there is work, or -1. */
 	int (*event_fd)(void *ctx);
 };
+
+/* Progress transport @type when @fd becomes readable; 0 or -errno. */
+int xport_watch(struct hmc_comm *c, enum hmc_transport type, int fd);
+/* Stop watching @fd (before closing it). */
+void xport_unwatch(struct hmc_comm *c, int fd);
 
 extern const struct xport_ops xport_ucx_ops;
 extern const struct xport_ops xport_shm_ops;

@@ -10,7 +10,8 @@
  * writes an element leaves that element claimed and never completed, which
  * stalls the FIFO for every other sender. With a worker per peer, a peer
  * that dies can wedge only its own worker, which goes with it; the others
- * keep working. The workers' event fds are gathered in one epoll fd.
+ * keep working. Each worker's event fd sits in the progress engine's epoll
+ * set itself (xport_watch), not in an epoll fd of ours nested in it.
  * After a graceful close a worker lingers a while before it is destroyed:
  * its connections close with it, and the peer should read our goodbye on
  * the control connection before it sees them go.
@@ -28,7 +29,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +51,6 @@ struct ucx_ctx {
 	ucp_mem_h memh;
 	void *rkey_buf;
 	size_t rkey_len;
-	int epfd;		/* every peer worker's event fd */
 	uint8_t *base;
 	struct list_node peers;	/* struct ucx_peer.node, under lock */
 	struct list_node lingering; /* closed gracefully, worker kept a while */
@@ -68,6 +67,7 @@ struct ucx_peer {
 	ucp_ep_h ep;
 	ucp_rkey_h rkey;
 	uint64_t remote_base;
+	unsigned int inflight;	/* our requests UCX still holds, under u->lock */
 	bool peer_err_mode;	/* the endpoint reports peer failure */
 	bool closed;
 	int64_t linger_until;	/* on u->lingering: destroy the worker then */
@@ -181,7 +181,7 @@ static int ucx_map_buffer(struct ucx_ctx *u, struct hmc_buf *buf)
 static void peer_worker_destroy(struct ucx_peer *up)
 {
 	if (up->efd >= 0)
-		epoll_ctl(up->u->epfd, EPOLL_CTL_DEL, up->efd, NULL);
+		xport_unwatch(up->u->comm, up->efd);
 	if (up->addr)
 		ucp_worker_release_address(up->worker, up->addr);
 	if (up->worker)
@@ -216,8 +216,6 @@ static void ucx_fini(void *ctx)
 		ucp_mem_unmap(u->context, u->memh);
 	if (u->context)
 		ucp_cleanup(u->context);
-	if (u->epfd >= 0)
-		close(u->epfd);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }
@@ -225,8 +223,11 @@ static void ucx_fini(void *ctx)
 static int ucx_init(struct hmc_comm *comm, void **ctx)
 {
 	ucp_params_t params = {
-		.field_mask = UCP_PARAM_FIELD_FEATURES,
+		.field_mask = UCP_PARAM_FIELD_FEATURES |
+			      UCP_PARAM_FIELD_REQUEST_SIZE,
 		.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
+		/* a UCX request starts with the ucx_peer that posted it */
+		.request_size = sizeof(struct ucx_peer *),
 	};
 	ucp_config_t *config;
 	struct ucx_ctx *u;
@@ -241,12 +242,6 @@ static int ucx_init(struct hmc_comm *comm, void **ctx)
 	list_init(&u->peers);
 	list_init(&u->lingering);
 	pthread_mutex_init(&u->lock, NULL);
-	u->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (u->epfd < 0) {
-		rc = -errno;
-		goto err;
-	}
-
 	st = ucp_config_read(NULL, NULL, &config);
 	if (st != UCS_OK) {
 		rc = ucx_errno(st);
@@ -274,7 +269,6 @@ static int ucx_peer_create(void *ctx, struct peer *peer, void **xpeer)
 		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
 		.thread_mode = UCS_THREAD_MODE_SERIALIZED,
 	};
-	struct epoll_event ev = { .events = EPOLLIN };
 	struct ucx_ctx *u = ctx;
 	struct ucx_peer *up;
 	ucs_status_t st;
@@ -301,9 +295,8 @@ static int ucx_peer_create(void *ctx, struct peer *peer, void **xpeer)
 		rc = -EMSGSIZE;
 		goto err;
 	}
-	ev.data.ptr = up;
-	if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, up->efd, &ev)) {
-		rc = -errno;
+	rc = xport_watch(u->comm, HMC_TRANSPORT_UCX, up->efd);
+	if (rc) {
 		up->efd = -1;
 		goto err;
 	}
@@ -455,7 +448,7 @@ static void ucx_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	}
 	list_del(&up->node);
 	if (graceful) {
-		epoll_ctl(u->epfd, EPOLL_CTL_DEL, up->efd, NULL);
+		xport_unwatch(u->comm, up->efd);
 		up->efd = -1;
 		up->linger_until = now_ns() + UCX_LINGER_NS;
 		list_add_tail(&u->lingering, &up->node);
@@ -466,8 +459,12 @@ static void ucx_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	pthread_mutex_unlock(&u->lock);
 }
 
+/* Runs inside ucp_worker_progress() or ucp_ep_close_nbx(), under u->lock. */
 static void ucx_done(void *request, ucs_status_t status, void *user_data)
 {
+	struct ucx_peer *up = *(struct ucx_peer **)request;
+
+	up->inflight--;
 	req_complete(user_data, ucx_errno(status));
 	ucp_request_free(request);
 }
@@ -504,20 +501,33 @@ static int ucx_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		s = ucp_ep_flush_nbx(up->ep, &param);
 		break;
 	}
-	if (s == NULL)
+	if (s == NULL) {
 		req_complete(r, 0);
-	else if (UCS_PTR_IS_ERR(s))
+	} else if (UCS_PTR_IS_ERR(s)) {
 		rc = ucx_errno(UCS_PTR_STATUS(s));
+	} else {
+		/* ucx_done() cannot run before we let go of u->lock */
+		*(struct ucx_peer **)s = up;
+		up->inflight++;
+	}
 out:
 	pthread_mutex_unlock(&u->lock);
 	return rc;
 }
 
+/*
+ * While UCX holds our requests to a peer, its worker is progressed until it
+ * finds nothing more (up to a batch), so that a window of puts drains in
+ * one call. Otherwise one call: waiting only for arrivals, the caller
+ * should see one as soon as it lands, not after another system call (tcp's
+ * epoll_wait) that finds nothing more.
+ */
 static int ucx_progress(void *ctx)
 {
 	struct ucx_ctx *u = ctx;
 	struct list_node *pos, *tmp;
-	int n = 0, k;
+	unsigned int k, rounds;
+	int n = 0;
 
 	pthread_mutex_lock(&u->lock);
 	if (!list_empty(&u->lingering))
@@ -525,10 +535,11 @@ static int ucx_progress(void *ctx)
 	list_for_each_safe(pos, tmp, &u->peers) {
 		struct ucx_peer *up = container_of(pos, struct ucx_peer, node);
 
-		for (k = 0; k < UCX_PROGRESS_BATCH &&
-			    ucp_worker_progress(up->worker); k++)
-			;
-		n += k;
+		rounds = 0;
+		do {
+			k = ucp_worker_progress(up->worker);
+			n += (int)k;
+		} while (k && up->inflight && ++rounds < UCX_PROGRESS_BATCH);
 	}
 	pthread_mutex_unlock(&u->lock);
 	return n;
@@ -553,11 +564,6 @@ static int ucx_arm(void *ctx)
 	return st == UCS_OK ? 0 : -EBUSY;
 }
 
-static int ucx_event_fd(void *ctx)
-{
-	return ((struct ucx_ctx *)ctx)->epfd;
-}
-
 const struct xport_ops xport_ucx_ops = {
 	.type = HMC_TRANSPORT_UCX,
 	.init = ucx_init,
@@ -569,5 +575,4 @@ const struct xport_ops xport_ucx_ops = {
 	.post = ucx_post,
 	.progress = ucx_progress,
 	.arm = ucx_arm,
-	.event_fd = ucx_event_fd,
 };
