@@ -4,7 +4,7 @@
 
 SOCKPP		:= $(O)/tests/bench/sockpp
 MEMCPY_BW	:= $(O)/tests/bench/memcpy_bw
-BENCH_REPS	?= 7
+BENCH_REPS	?= 11
 VM_TEST_PROGS	+= $(MEMCPY_BW)	# the shm benchmark's reference, in the guest
 
 all: $(SOCKPP) $(MEMCPY_BW)

@@ -13,6 +13,10 @@
 # emulated with active messages over tcp, "rma_am"; the target progresses).
 # With posix/sysv, ucx_perftest would put into UCX-allocated shared memory
 # with plain stores, which user buffers such as libhmc's cannot use.
+# ucx_perftest runs with -e: libhmc's endpoints ask for peer-failure
+# handling (a dead peer must be an error, not a hang), which adds a
+# keepalive lane; with -e the reference's endpoint has the same lanes, and
+# the header prints both so that a difference shows.
 #
 # Each pair runs BENCH_REPS times, alternating the tools so that both see
 # the same background load, and the medians are compared. Ratios are
@@ -21,7 +25,7 @@ set -eu
 
 HMCPERF=${HMCPERF:-build/tools/hmcperf}
 SOCKPP=${SOCKPP:-build/tests/bench/sockpp}
-REPS=${BENCH_REPS:-7}
+REPS=${BENCH_REPS:-11}
 UCX_PERFTEST=${UCX_PERFTEST:-ucx_perftest}
 export UCX_TLS=tcp,self
 
@@ -54,7 +58,7 @@ ucx_run() {
 	srv=$!
 	tries=0
 	while :; do
-		if timeout 120 "$UCX_PERFTEST" 127.0.0.1 -p "$port" -f "$@" \
+		if timeout 120 "$UCX_PERFTEST" 127.0.0.1 -p "$port" -e -f "$@" \
 			>"$tmp/ucx.cli" 2>&1; then
 			break
 		fi
