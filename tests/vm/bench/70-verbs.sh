@@ -23,9 +23,9 @@ set -u
 HMCPERF=$HMC_BUILD/tools/hmcperf
 DEV=${HMC_RXE_DEV:-rxe0}
 IP=${HMC_RXE_IP:-10.99.0.1}
-REPS=${VERBS_BENCH_REPS:-5}
+REPS=${VERBS_BENCH_REPS:-7}
 WINDOW=32			# -O for hmcperf, -t (tx depth) for perftest
-LAT_ITERS=1000
+LAT_ITERS=5000
 PORT=18515
 
 die() { echo "verbs bench: $*" >&2; exit 1; }
