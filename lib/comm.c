@@ -618,22 +618,27 @@ int hmc_comm_wait(struct hmc_comm *c, hmc_req_t req, int timeout_ms)
  * Callers that spin (hmc_comm_progress() while polling memory,
  * hmc_comm_test() in a loop) poll at the lowest latency: the transports
  * only, without a system call, and a full round (control sockets,
- * handshakes) every PROGRESS_FULL_EVERY calls. Progress lock held.
+ * handshakes) once PROGRESS_FULL_NS have passed since the last one. By
+ * time, not by count: a poll of RDMA or shared memory takes a few dozen
+ * nanoseconds, and a system call every few polls would then be most of
+ * what a spinning caller does. Progress lock held.
  */
-#define PROGRESS_FULL_EVERY	32
+#define PROGRESS_FULL_NS	(100 * 1000)
 
 static int progress_poll(struct hmc_comm *c)
 {
 	struct progress *pr = &c->progress;
+	int64_t now = now_ns();
 	int n;
 
-	if (++pr->polls % PROGRESS_FULL_EVERY) {
+	if (now - pr->last_full_ns < PROGRESS_FULL_NS) {
 		n = progress_xports(c);
 		if (n)
 			comm_broadcast(c);
 		return n;
 	}
-	__atomic_store_n(&pr->last_caller_ns, now_ns(), __ATOMIC_RELAXED);
+	pr->last_full_ns = now;
+	__atomic_store_n(&pr->last_caller_ns, now, __ATOMIC_RELAXED);
 	return progress_once(c, 0);
 }
 

@@ -122,7 +122,7 @@ struct progress {
 	struct psrc wake_src;
 	int thread_active;		/* atomic: the thread may hold the lock */
 	int callers_waiting;		/* atomic: callers blocked on the lock */
-	unsigned int polls;		/* hmc_comm_progress() calls (lock held) */
+	int64_t last_full_ns;		/* progress_poll()'s last full round (lock held) */
 	int64_t last_caller_ns;		/* atomic: last progress by a caller */
 	pthread_t thread;
 	bool has_thread;
