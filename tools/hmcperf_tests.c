@@ -33,7 +33,7 @@
 #define PING_SLOTS	2	/* ping-pong alternates two slots */
 #define POLL_CHECK	4096	/* spins between liveness checks */
 #define TAG_POLL	16	/* spins between looks for a tag */
-#define PASSIVE_POLL	64	/* memory polls between progress calls (RDMA) */
+#define PASSIVE_POLL	1024	/* memory polls between progress calls (RDMA) */
 
 enum side { SIDE_SERVER, SIDE_CLIENT };
 
