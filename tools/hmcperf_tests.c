@@ -586,7 +586,10 @@ static int client_windowed(struct perf *pf, const struct perf_params *p,
 /*
  * One ping-pong test. The client sends first and times each round trip;
  * the server answers. Iteration i uses slot i % 2 on both sides, so that
- * checking one arrival never races with the next.
+ * checking one arrival never races with the next. The server collects its
+ * put's completion (over RDMA, the client's acknowledgement) right after
+ * posting it, while the client works on the answer, as perftest does; not
+ * between an arrival and the answer to it.
  */
 static int pingpong(struct perf *pf, const struct perf_params *p,
 		    enum side me, struct samples *s)
@@ -624,11 +627,9 @@ static int pingpong(struct perf *pf, const struct perf_params *p,
 
 		switch (p->test) {
 		case PERF_PUT_LAT:
-			rc = wait_req(pf, &pending);
-			if (!rc)
-				rc = hmc_comm_put_nb(pf->comm, pf->peer, off,
-						     pf->peer_half + off, size,
-						     &pending);
+			rc = hmc_comm_put_nb(pf->comm, pf->peer, off,
+					     pf->peer_half + off, size,
+					     &pending);
 			break;
 		case PERF_PUT_SIGNAL_LAT:
 			rc = hmc_comm_put_signal(pf->comm, pf->peer, off,
@@ -651,15 +652,13 @@ static int pingpong(struct perf *pf, const struct perf_params *p,
 			if (rc)
 				break;
 			record(s, p, i, perf_now_ns() - t0);
-			rc = wait_req(pf, &pending);
 		}
+		rc = wait_req(pf, &pending);
 		if (!rc && p->validate && p->test != PERF_TAG_LAT)
 			rc = verify(pf, p, in, i, peer);
 	}
-	if (!rc)
-		rc = wait_req(pf, &pending);
-	else
-		wait_req(pf, &pending);
+	if (rc)
+		wait_req(pf, &pending);	/* a put may still be out */
 	return rc;
 }
 
