@@ -94,6 +94,7 @@
 #define RNR_RETRY		7
 #define MAX_RD_ATOMIC		16
 #define MAX_INLINE		64
+#define OP_CACHE		64	/* finished ops kept for reuse */
 #define HOP_LIMIT		64
 
 #define STAGE_PER_CH		2
@@ -141,6 +142,8 @@ struct vb_ctx {
 	uint64_t chunk;
 	struct list_node peers;
 	uint32_t armed_cqs;	/* CQs that may have an event for us */
+	struct list_node free_ops;	/* finished ops kept for reuse */
+	uint32_t nfree_ops;
 };
 
 struct vb_op {
@@ -257,6 +260,12 @@ static void vb_fini(void *ctx)
 		warn_on(ibv_dealloc_pd(v->pd), "ibv_dealloc_pd");
 	if (v->port.dev)
 		warn_on(ibv_close_device(v->port.dev), "ibv_close_device");
+	while (!list_empty(&v->free_ops)) {
+		struct list_node *n = v->free_ops.next;
+
+		list_del(n);
+		free(container_of(n, struct vb_op, node));
+	}
 	pthread_mutex_destroy(&v->lock);
 	free(v);
 }
@@ -272,6 +281,7 @@ static int vb_init(struct hmc_comm *comm, void **ctx)
 	v->comm = comm;
 	pthread_mutex_init(&v->lock, NULL);
 	list_init(&v->peers);
+	list_init(&v->free_ops);
 	rc = vb_port_open(comm->ib_dev, comm->ib_port, &v->port);
 	if (rc)
 		goto err;
@@ -342,6 +352,33 @@ static bool op_wants(const struct vb_op *op)
 }
 
 /*
+ * A zeroed op. Finished ops are kept for the next posts (up to OP_CACHE):
+ * a put should not cost a malloc and a free. Lock held.
+ */
+static struct vb_op *op_get(struct vb_ctx *v)
+{
+	struct vb_op *op;
+
+	if (list_empty(&v->free_ops))
+		return calloc(1, sizeof(*op));
+	op = container_of(v->free_ops.next, struct vb_op, node);
+	list_del(&op->node);
+	v->nfree_ops--;
+	memset(op, 0, sizeof(*op));
+	return op;
+}
+
+static void op_put(struct vb_ctx *v, struct vb_op *op)
+{
+	if (v->nfree_ops >= OP_CACHE) {
+		free(op);
+		return;
+	}
+	list_add_tail(&v->free_ops, &op->node);
+	v->nfree_ops++;
+}
+
+/*
  * Hand @op back and take it off the peer; flushes that waited only for it
  * (and whatever came before it) complete too.
  */
@@ -352,14 +389,14 @@ static void op_finish(struct vb_peer *vp, struct vb_op *op)
 	list_del(&op->node);
 	list_del(&op->pnode);	/* a no-op unless it still waited for room */
 	req_complete(op->r, op->status);
-	free(op);
+	op_put(vp->v, op);
 	while (!list_empty(&vp->ops)) {
 		head = container_of(vp->ops.next, struct vb_op, node);
 		if (head->kind != REQ_FLUSH)
 			break;
 		list_del(&head->node);
 		req_complete(head->r, vp->error);
-		free(head);
+		op_put(vp->v, head);
 	}
 }
 
@@ -1095,11 +1132,15 @@ static int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 		   int kind, uint64_t loff, uint64_t roff, uint64_t len,
 		   uint64_t tag)
 {
-	struct vb_op *op = calloc(1, sizeof(*op));
+	struct vb_op *op;
 	int rc = 0;
 
-	if (!op)
+	pthread_mutex_lock(&v->lock);
+	op = op_get(v);
+	if (!op) {
+		pthread_mutex_unlock(&v->lock);
 		return -ENOMEM;
+	}
 	op->r = r;
 	op->kind = (uint8_t)kind;
 	op->loff = loff;
@@ -1110,7 +1151,6 @@ static int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 	op->pin = -1;
 	list_init(&op->pnode);
 
-	pthread_mutex_lock(&v->lock);
 	if (vp->error || vp->closing || !vp->connected) {
 		rc = vp->error ? vp->error : -ENOTCONN;
 		goto err;
@@ -1139,8 +1179,8 @@ static int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 	pthread_mutex_unlock(&v->lock);
 	return 0;
 err:
+	op_put(v, op);
 	pthread_mutex_unlock(&v->lock);
-	free(op);
 	return rc;
 }
 
