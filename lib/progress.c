@@ -64,11 +64,6 @@ int xport_watch(struct hmc_comm *c, enum hmc_transport type, int fd)
 	return progress_watch(c, fd, &c->xports[type].src);
 }
 
-void xport_unwatch(struct hmc_comm *c, int fd)
-{
-	progress_unwatch(c, fd);
-}
-
 static void kick(struct progress *pr)
 {
 	uint64_t one = 1;

@@ -72,10 +72,11 @@ struct xport_ops {
 	int (*event_fd)(void *ctx);
 };
 
-/* Progress transport @type when @fd becomes readable; 0 or -errno. */
+/*
+ * Progress transport @type when @fd becomes readable; 0 or -errno.
+ * progress_unwatch() undoes it (before the fd is closed).
+ */
 int xport_watch(struct hmc_comm *c, enum hmc_transport type, int fd);
-/* Stop watching @fd (before closing it). */
-void xport_unwatch(struct hmc_comm *c, int fd);
 
 extern const struct xport_ops xport_ucx_ops;
 extern const struct xport_ops xport_shm_ops;

@@ -29,7 +29,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +180,7 @@ static int ucx_map_buffer(struct ucx_ctx *u, struct hmc_buf *buf)
 static void peer_worker_destroy(struct ucx_peer *up)
 {
 	if (up->efd >= 0)
-		xport_unwatch(up->u->comm, up->efd);
+		progress_unwatch(up->u->comm, up->efd);
 	if (up->addr)
 		ucp_worker_release_address(up->worker, up->addr);
 	if (up->worker)
@@ -448,7 +447,7 @@ static void ucx_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	}
 	list_del(&up->node);
 	if (graceful) {
-		xport_unwatch(u->comm, up->efd);
+		progress_unwatch(u->comm, up->efd);
 		up->efd = -1;
 		up->linger_until = now_ns() + UCX_LINGER_NS;
 		list_add_tail(&u->lingering, &up->node);

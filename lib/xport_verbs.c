@@ -273,7 +273,7 @@ static void vb_fini(void *ctx)
 static int vb_init(struct hmc_comm *comm, void **ctx)
 {
 	struct vb_ctx *v = calloc(1, sizeof(*v));
-	char where[64];
+	char where[64], how[64];
 	int rc, fl;
 
 	if (!v)
@@ -319,18 +319,18 @@ static int vb_init(struct hmc_comm *comm, void **ctx)
 	else
 		snprintf(where, sizeof(where), "InfiniBand LID %u", v->port.lid);
 	if (v->staged)
-		pr_debug("verbs: rank %u: %s port %u, %s, MTU %d, chunk %llu B, %zu-byte %s buffer staged through host memory: no remote access to it",
-			 comm->rank, vb_dev_name(v), v->port.num, where,
-			 128 << v->port.mtu, (unsigned long long)v->chunk,
-			 hmc_buf_size(comm->buf),
-			 hmc_mem_type_name(hmc_buf_mem_type(comm->buf)));
+		snprintf(how, sizeof(how),
+			 "staged through host memory: no remote access to it");
 	else
-		pr_debug("verbs: rank %u: %s port %u, %s, MTU %d, chunk %llu B, %zu-byte %s buffer registered (rkey 0x%x)",
-			 comm->rank, vb_dev_name(v), v->port.num, where,
-			 128 << v->port.mtu, (unsigned long long)v->chunk,
-			 hmc_buf_size(comm->buf),
-			 hmc_buf_backing_name(hmc_buf_backing(comm->buf)),
+		snprintf(how, sizeof(how), "registered (rkey 0x%x)",
 			 v->mr->rkey);
+	pr_debug("verbs: rank %u: %s port %u, %s, MTU %d, chunk %llu B, %zu-byte %s buffer %s",
+		 comm->rank, vb_dev_name(v), v->port.num, where,
+		 128 << v->port.mtu, (unsigned long long)v->chunk,
+		 hmc_buf_size(comm->buf),
+		 hmc_buf_mem_type(comm->buf) == HMC_MEM_CPU ?
+		 hmc_buf_backing_name(hmc_buf_backing(comm->buf)) :
+		 hmc_mem_type_name(hmc_buf_mem_type(comm->buf)), how);
 	*ctx = v;
 	return 0;
 err:
