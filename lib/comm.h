@@ -113,6 +113,7 @@ struct xport_slot {
 	 * transport's syscalls on every sleep). Any progress or post clears it.
 	 */
 	bool armed;
+	bool watched;	/* arm() ran since the last unwatch() (progress lock) */
 };
 
 struct progress {
@@ -123,6 +124,7 @@ struct progress {
 	int thread_active;		/* atomic: the thread may hold the lock */
 	int callers_waiting;		/* atomic: callers blocked on the lock */
 	int64_t last_full_ns;		/* progress_poll()'s last full round (lock held) */
+	int64_t last_sleep_ns;		/* the last epoll_wait that could sleep (lock held) */
 	int64_t last_caller_ns;		/* atomic: last progress by a caller */
 	pthread_t thread;
 	bool has_thread;

@@ -28,6 +28,7 @@
 #define SLICE_MS	100		/* longest sleep of a caller holding the lock */
 #define SLICE_NS	((int64_t)SLICE_MS * 1000000)
 #define SPIN_POLL_EVERY	32		/* spin rounds between looks at sockets */
+#define UNWATCH_NS	(10 * 1000000LL) /* callers spun this long: unwatch() */
 #define MAX_EVENTS	64
 
 /*
@@ -147,11 +148,32 @@ static int arm_xports(struct hmc_comm *c)
 		if (!__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&x->armed, __ATOMIC_RELAXED))
 			continue;
+		x->watched = true;
 		if (x->ops->arm(x->ctx) == -EBUSY)
 			return -EBUSY;
 		__atomic_store_n(&x->armed, true, __ATOMIC_RELAXED);
 	}
 	return 0;
+}
+
+/*
+ * Nobody has slept in epoll_wait for UNWATCH_NS: the callers spin, and
+ * descriptors watched for sleepers only cost every packet a wake-up. The
+ * next arm() watches them again, so the slot must not stay armed.
+ */
+static void unwatch_xports(struct hmc_comm *c)
+{
+	int i;
+
+	for (i = 0; i < XPORT_SLOTS; i++) {
+		struct xport_slot *x = &c->xports[i];
+
+		if (!x->watched || !x->ops->unwatch)
+			continue;
+		x->ops->unwatch(x->ctx);
+		x->watched = false;
+		__atomic_store_n(&x->armed, false, __ATOMIC_RELAXED);
+	}
 }
 
 static void drain_wake(struct progress *pr)
@@ -189,6 +211,10 @@ int progress_once(struct hmc_comm *c, int timeout_ms)
 	nev = epoll_wait(pr->epfd, evs, MAX_EVENTS, wait);
 	if (nev < 0 && errno != EINTR)
 		pr_debug("epoll_wait: %s", hmc_strerror(errno));
+	if (wait)
+		pr->last_sleep_ns = now_ns();
+	else if (!timeout_ms && now_ns() - pr->last_sleep_ns > UNWATCH_NS)
+		unwatch_xports(c);
 
 	for (i = 0; i < nev; i++) {
 		struct psrc *src = evs[i].data.ptr;

@@ -27,7 +27,10 @@
  *    event_fd(); one with a descriptor per peer leaves event_fd NULL and
  *    hands each to xport_watch(), so that it sits in the progress engine's
  *    own epoll set: every level of nested epoll adds a wake-up to each
- *    packet's delivery.
+ *    packet's delivery. Such a transport watches its descriptors from
+ *    arm() on, and may take them out of the set in unwatch(), which the
+ *    engine calls once callers have spun without sleeping for a while:
+ *    the wake-ups then cost every packet and serve nobody.
  */
 #ifndef HMC_LIB_XPORT_H
 #define HMC_LIB_XPORT_H
@@ -70,6 +73,8 @@ struct xport_ops {
 	int (*arm)(void *ctx);
 	/* A file descriptor that becomes readable when there is work, or -1. */
 	int (*event_fd)(void *ctx);
+	/* Optional: nobody sleeps on xport_watch()ed fds until the next arm(). */
+	void (*unwatch)(void *ctx);
 };
 
 /*

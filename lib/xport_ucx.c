@@ -10,8 +10,11 @@
  * writes an element leaves that element claimed and never completed, which
  * stalls the FIFO for every other sender. With a worker per peer, a peer
  * that dies can wedge only its own worker, which goes with it; the others
- * keep working. Each worker's event fd sits in the progress engine's epoll
- * set itself (xport_watch), not in an epoll fd of ours nested in it.
+ * keep working. A worker's event fd goes into the progress engine's epoll
+ * set itself (xport_watch), not into an epoll fd of ours nested in it, and
+ * only while somebody may sleep there: from arm() until callers have spun
+ * without sleeping for a while (unwatch()). Each level of nesting costs
+ * every packet's delivery a wake-up, whether anybody sleeps or not.
  * After a graceful close a worker lingers a while before it is destroyed:
  * its connections close with it, and the peer should read our goodbye on
  * the control connection before it sees them go.
@@ -53,6 +56,7 @@ struct ucx_ctx {
 	uint8_t *base;
 	struct list_node peers;	/* struct ucx_peer.node, under lock */
 	struct list_node lingering; /* closed gracefully, worker kept a while */
+	bool watching;		/* peers' event fds are in the epoll set, under lock */
 };
 
 struct ucx_peer {
@@ -63,6 +67,7 @@ struct ucx_peer {
 	ucp_address_t *addr;
 	size_t addr_len;
 	int efd;
+	bool watched;		/* efd is in the progress epoll set */
 	ucp_ep_h ep;
 	ucp_rkey_h rkey;
 	uint64_t remote_base;
@@ -177,10 +182,28 @@ static int ucx_map_buffer(struct ucx_ctx *u, struct hmc_buf *buf)
 	return 0;
 }
 
+static int peer_watch(struct ucx_peer *up)
+{
+	int rc;
+
+	if (up->watched)
+		return 0;
+	rc = xport_watch(up->u->comm, HMC_TRANSPORT_UCX, up->efd);
+	up->watched = !rc;
+	return rc;
+}
+
+static void peer_unwatch(struct ucx_peer *up)
+{
+	if (!up->watched)
+		return;
+	progress_unwatch(up->u->comm, up->efd);
+	up->watched = false;
+}
+
 static void peer_worker_destroy(struct ucx_peer *up)
 {
-	if (up->efd >= 0)
-		progress_unwatch(up->u->comm, up->efd);
+	peer_unwatch(up);
 	if (up->addr)
 		ucp_worker_release_address(up->worker, up->addr);
 	if (up->worker)
@@ -294,14 +317,13 @@ static int ucx_peer_create(void *ctx, struct peer *peer, void **xpeer)
 		rc = -EMSGSIZE;
 		goto err;
 	}
-	rc = xport_watch(u->comm, HMC_TRANSPORT_UCX, up->efd);
-	if (rc) {
-		up->efd = -1;
-		goto err;
-	}
 	pthread_mutex_lock(&u->lock);
-	list_add_tail(&u->peers, &up->node);
+	rc = u->watching ? peer_watch(up) : 0;
+	if (!rc)
+		list_add_tail(&u->peers, &up->node);
 	pthread_mutex_unlock(&u->lock);
+	if (rc)
+		goto err;
 	*xpeer = up;
 	return 0;
 err:
@@ -447,8 +469,7 @@ static void ucx_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	}
 	list_del(&up->node);
 	if (graceful) {
-		progress_unwatch(u->comm, up->efd);
-		up->efd = -1;
+		peer_unwatch(up);
 		up->linger_until = now_ns() + UCX_LINGER_NS;
 		list_add_tail(&u->lingering, &up->node);
 	} else {
@@ -544,23 +565,48 @@ static int ucx_progress(void *ctx)
 	return n;
 }
 
-/* Arms every peer's worker; -EBUSY when one has events to progress first. */
+/*
+ * Arms every peer's worker, its event fd in the epoll set; -EBUSY when one
+ * has events to progress first. A descriptor the set refuses (no memory)
+ * is -EBUSY too: the caller polls instead of sleeping deaf to it.
+ */
 static int ucx_arm(void *ctx)
 {
 	struct ucx_ctx *u = ctx;
 	struct list_node *pos, *tmp;
-	ucs_status_t st = UCS_OK;
+	int rc = 0;
 
 	pthread_mutex_lock(&u->lock);
+	u->watching = true;
 	list_for_each_safe(pos, tmp, &u->peers) {
 		struct ucx_peer *up = container_of(pos, struct ucx_peer, node);
 
-		st = ucp_worker_arm(up->worker);
-		if (st != UCS_OK)
+		if (peer_watch(up)) {
+			pr_debug("ucx: worker event fd not watched: polling");
+			rc = -EBUSY;
 			break;
+		}
+		if (ucp_worker_arm(up->worker) != UCS_OK) {
+			rc = -EBUSY;
+			break;
+		}
 	}
 	pthread_mutex_unlock(&u->lock);
-	return st == UCS_OK ? 0 : -EBUSY;
+	return rc;
+}
+
+static void ucx_unwatch(void *ctx)
+{
+	struct ucx_ctx *u = ctx;
+	struct list_node *pos, *tmp;
+
+	pthread_mutex_lock(&u->lock);
+	if (u->watching) {
+		list_for_each_safe(pos, tmp, &u->peers)
+			peer_unwatch(container_of(pos, struct ucx_peer, node));
+		u->watching = false;
+	}
+	pthread_mutex_unlock(&u->lock);
 }
 
 const struct xport_ops xport_ucx_ops = {
@@ -574,4 +620,5 @@ const struct xport_ops xport_ucx_ops = {
 	.post = ucx_post,
 	.progress = ucx_progress,
 	.arm = ucx_arm,
+	.unwatch = ucx_unwatch,
 };

@@ -135,6 +135,9 @@ static uint64_t seed_landing(int k, int me) { return 0x9000 + (uint64_t)k * 64 +
 #define TAG_SIG_HI(t)		((t) & ~0xffffffffULL)
 #define EDGE_IDX		0xed9e
 #define TAG_RESUME		0x7e5ee7e5ee7e5eeULL
+#define TAG_IDLE		0x1d1e1d1e1d1e1d1eULL
+#define IDLE_FLAG		0xf1a9f1a9f1a9f1a9ULL
+#define IDLE_SPIN_MS		50	/* well over the engine's 10 ms (progress.c) */
 
 /* ----------------------------------------------------------------- plans */
 
@@ -848,6 +851,71 @@ static int flush_case(struct ctx *c, int k, uint64_t rbase)
 	return bad;
 }
 
+/* Where rank 0 writes the flag that ends rank 1's idle time. */
+static size_t idle_flag_off(const struct ctx *c)
+{
+	size_t d0, d1;
+
+	region(c, 1, 0, &d0, &d1);
+	return (d0 + 7) & ~(size_t)7;
+}
+
+/*
+ * Rank 1 spins on hmc_comm_progress() without sleeping, long enough for
+ * the engine to take transport descriptors out of its epoll set, then
+ * stops calling libhmc and polls its own memory. Only its progress
+ * thread, which must watch them again before it sleeps, can serve rank
+ * 0's get and flag put (UCX over tcp moves data with the target's help).
+ */
+static int idle_target(struct ctx *c)
+{
+	uint64_t *flag = (uint64_t *)(c->p + idle_flag_off(c));
+	int64_t t0;
+	int rc;
+
+	__atomic_store_n(flag, 0, __ATOMIC_RELAXED);
+	rc = hmc_comm_send_tag(c->comm, 0, TAG_IDLE);
+	if (expect(rc, 0, "idle tag", 0))
+		return 1;
+	t0 = itest_now_ms();
+	while (itest_now_ms() - t0 < IDLE_SPIN_MS)
+		hmc_comm_progress(c->comm);
+	t0 = itest_now_ms();
+	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != IDLE_FLAG &&
+	       itest_now_ms() - t0 < OP_TIMEOUT_MS + 10000)
+		itest_sleep_ms(1);
+	return !tap(__atomic_load_n(flag, __ATOMIC_ACQUIRE) == IDLE_FLAG,
+		    "idle after spinning, the progress thread served rank 0's get and put");
+}
+
+static int idle_case(struct ctx *c, int k)
+{
+	uint64_t flag = IDLE_FLAG;
+	size_t r0, r1, l0, l1, len;
+	int rc, bad;
+
+	if (recv_expect(c, 1, TAG_IDLE, "idle tag"))
+		return 1;
+	itest_sleep_ms(4 * IDLE_SPIN_MS);	/* rank 1 stops calling libhmc */
+	region(c, 1, 1, &r0, &r1);
+	landing(c, 1, &l0, &l1);
+	len = 256 * 1024 + 5;
+	if (len > l1 - l0)
+		len = l1 - l0;
+	if (len > r1 - r0)
+		len = r1 - r0;
+	data_unlike(c->p, l0, len, seed_src(k, 1), r0);
+	rc = hmc_comm_get(c->comm, 1, l0, r0, len);
+	bad = expect(rc, 0, "get from an idle rank", 1);
+	bad += !data_check(c->p, l0, len, seed_src(k, 1), r0,
+			   "get from an idle rank");
+	memcpy(c->p + l0, &flag, sizeof(flag));
+	rc = hmc_comm_put(c->comm, 1, l0, idle_flag_off(c), sizeof(flag));
+	bad += expect(rc, 0, "flag put to an idle rank", 1);
+	tap(!bad, "a get of %zu bytes from a rank idle after spinning", len);
+	return bad;
+}
+
 /* Rank 0's cases against a stopped rank 1; then rank 1 goes on. */
 static int stopped_cases(struct ctx *c, int k)
 {
@@ -860,7 +928,8 @@ static int stopped_cases(struct ctx *c, int k)
 	if (!rc)
 		bad += flush_case(c, k, rbase);
 	rc = hmc_comm_send_tag(c->comm, 1, TAG_RESUME);
-	return bad + expect(rc, 0, "resume tag", 1);
+	bad += expect(rc, 0, "resume tag", 1);
+	return bad + idle_case(c, k);
 }
 
 /* -------------------------------------------------------------- a rank */
@@ -952,6 +1021,7 @@ static int rank_main(struct mesh *m, void *arg)
 		rc = hmc_comm_send_tag(c.comm, 0, (uint64_t)(uintptr_t)c.p);
 		bad += expect(rc, 0, "my buffer address", 0);
 		bad += recv_expect(&c, 0, TAG_RESUME, "resume tag");
+		bad += idle_target(&c);
 	}
 	{
 		int all[ITEST_MAX_RANKS];
