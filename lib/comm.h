@@ -113,7 +113,6 @@ struct xport_slot {
 	 * transport's syscalls on every sleep). Any progress or post clears it.
 	 */
 	bool armed;
-	bool watched;	/* arm() ran since the last unwatch() (progress lock) */
 };
 
 struct progress {

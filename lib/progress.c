@@ -148,7 +148,6 @@ static int arm_xports(struct hmc_comm *c)
 		if (!__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&x->armed, __ATOMIC_RELAXED))
 			continue;
-		x->watched = true;
 		if (x->ops->arm(x->ctx) == -EBUSY)
 			return -EBUSY;
 		__atomic_store_n(&x->armed, true, __ATOMIC_RELAXED);
@@ -168,10 +167,10 @@ static void unwatch_xports(struct hmc_comm *c)
 	for (i = 0; i < XPORT_SLOTS; i++) {
 		struct xport_slot *x = &c->xports[i];
 
-		if (!x->watched || !x->ops->unwatch)
+		if (!__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) ||
+		    !x->ops->unwatch)
 			continue;
 		x->ops->unwatch(x->ctx);
-		x->watched = false;
 		__atomic_store_n(&x->armed, false, __ATOMIC_RELAXED);
 	}
 }
