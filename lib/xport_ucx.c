@@ -54,6 +54,8 @@ struct ucx_ctx {
 	void *rkey_buf;
 	size_t rkey_len;
 	uint8_t *base;
+	uint32_t tcp_tx_seg;	/* UCX tcp segment sizes, 0 if unknown */
+	uint32_t tcp_rx_seg;
 	struct list_node peers;	/* struct ucx_peer.node, under lock */
 	struct list_node lingering; /* closed gracefully, worker kept a while */
 	bool watching;		/* peers' event fds are in the epoll set, under lock */
@@ -77,8 +79,11 @@ struct ucx_peer {
 	int64_t linger_until;	/* on u->lingering: destroy the worker then */
 };
 
-/* Blob: be64 base, be32 address length, be32 rkey length, address, rkey. */
-#define UCX_BLOB_HDR	16
+/*
+ * Blob: be64 base, be32 address length, be32 rkey length, be32 tcp send
+ * segment, be32 tcp receive segment, address, rkey.
+ */
+#define UCX_BLOB_HDR	24
 
 static int ucx_errno(ucs_status_t st)
 {
@@ -242,6 +247,79 @@ static void ucx_fini(void *ctx)
 	free(u);
 }
 
+/*
+ * UCX's tcp transport moves a put or get as active messages of at most
+ * TX_SEG_SIZE bytes, each acknowledged by the target; its default, 8 KiB,
+ * cuts a 1 MiB transfer into 128 of them. 64 KiB, the receive segment's
+ * default (a send segment may not exceed it), doubles the rate of
+ * transfers from 16 KiB up and leaves small ones as they were. UCX looks
+ * the name up in each transport's table: only tcp has it. A user who sets
+ * either size in the environment keeps both as UCX has them.
+ */
+#define UCX_TCP_TX_SEG		(64u << 10)
+#define UCX_TCP_TX_SEG_DEFAULT	(8u << 10)	/* UCX's */
+#define UCX_TCP_RX_SEG_DEFAULT	(64u << 10)	/* UCX's */
+
+/* A size as UCX reads it ("65536", "64k", "64KB"), or 0 if not one. */
+static uint32_t ucx_env_size(const char *name, uint32_t dflt)
+{
+	const char *s = getenv(name);
+	unsigned long long v;
+	char *end;
+
+	if (!s)
+		return dflt;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || errno)
+		return 0;
+	switch (*end | 0x20) {
+	case 'k':
+		v <<= 10, end++;
+		break;
+	case 'm':
+		v <<= 20, end++;
+		break;
+	case 'g':
+		v <<= 30, end++;
+		break;
+	}
+	if ((*end | 0x20) == 'b')
+		end++;
+	return *end || v > UINT32_MAX ? 0 : (uint32_t)v;
+}
+
+static ucs_status_t ucx_tune_tcp(struct ucx_ctx *u, ucp_config_t *config)
+{
+	if (getenv("UCX_TCP_TX_SEG_SIZE") || getenv("UCX_TCP_RX_SEG_SIZE")) {
+		u->tcp_tx_seg = ucx_env_size("UCX_TCP_TX_SEG_SIZE",
+					     UCX_TCP_TX_SEG_DEFAULT);
+		u->tcp_rx_seg = ucx_env_size("UCX_TCP_RX_SEG_SIZE",
+					     UCX_TCP_RX_SEG_DEFAULT);
+		return UCS_OK;
+	}
+	u->tcp_tx_seg = UCX_TCP_TX_SEG;
+	u->tcp_rx_seg = UCX_TCP_RX_SEG_DEFAULT;
+	return ucp_config_modify(config, "TX_SEG_SIZE", "64k");
+}
+
+/*
+ * UCX 1.13 aborts the process that receives a tcp segment larger than its
+ * receive segment, so ranks whose sizes do not fit are refused instead.
+ */
+static int ucx_check_tcp_segs(struct ucx_peer *up, uint32_t tx, uint32_t rx)
+{
+	struct ucx_ctx *u = up->u;
+
+	if ((tx && u->tcp_rx_seg && tx > u->tcp_rx_seg) ||
+	    (rx && u->tcp_tx_seg && u->tcp_tx_seg > rx)) {
+		pr_err("ucx: rank %u's tcp segments (send %u, receive %u) do not fit ours (send %u, receive %u): set UCX_TCP_TX_SEG_SIZE and UCX_TCP_RX_SEG_SIZE alike on every rank",
+		       up->peer->rank, tx, rx, u->tcp_tx_seg, u->tcp_rx_seg);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 static int ucx_init(struct hmc_comm *comm, void **ctx)
 {
 	ucp_params_t params = {
@@ -266,6 +344,12 @@ static int ucx_init(struct hmc_comm *comm, void **ctx)
 	pthread_mutex_init(&u->lock, NULL);
 	st = ucp_config_read(NULL, NULL, &config);
 	if (st != UCS_OK) {
+		rc = ucx_errno(st);
+		goto err;
+	}
+	st = ucx_tune_tcp(u, config);
+	if (st != UCS_OK) {
+		ucp_config_release(config);
 		rc = ucx_errno(st);
 		goto err;
 	}
@@ -344,6 +428,8 @@ static int ucx_peer_info(void *ctx, void *xpeer, uint8_t *blob, uint32_t cap,
 	put_be64(blob, (uint64_t)(uintptr_t)u->base);
 	put_be32(blob + 8, (uint32_t)up->addr_len);
 	put_be32(blob + 12, (uint32_t)u->rkey_len);
+	put_be32(blob + 16, u->tcp_tx_seg);
+	put_be32(blob + 20, u->tcp_rx_seg);
 	memcpy(blob + UCX_BLOB_HDR, up->addr, up->addr_len);
 	memcpy(blob + UCX_BLOB_HDR + up->addr_len, u->rkey_buf, u->rkey_len);
 	*len = (uint32_t)need;
@@ -389,6 +475,9 @@ static int ucx_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
 	rlen = get_be32(blob + 12);
 	if ((uint64_t)alen + rlen != len - UCX_BLOB_HDR || !alen || !rlen)
 		return -EPROTO;
+	rc = ucx_check_tcp_segs(up, get_be32(blob + 16), get_be32(blob + 20));
+	if (rc)
+		return rc;
 	up->remote_base = get_be64(blob);
 
 	pthread_mutex_lock(&u->lock);

@@ -49,6 +49,10 @@ tcp=("UCX_TLS=tcp,self" UCX_NET_DEVICES=lo)
 posix=("UCX_TLS=posix,cma,self")
 
 case_run comm-2-tcp 120 "${tcp[@]}" -- "$bin/test_comm" -n 2 -N comm-2-tcp
+# the user's own tcp segment sizes win over libhmc's 64 KiB send segment,
+# which would exceed this receive segment: UCX would refuse the interface
+case_run comm-2-tcp-rxseg 120 "${tcp[@]}" UCX_TCP_RX_SEG_SIZE=16K -- \
+	"$bin/test_comm" -n 2 -N comm-2-tcp-rxseg
 case_run comm-2-posix 120 "${posix[@]}" -- "$bin/test_comm" -n 2 -N comm-2-posix
 case_run comm-4-tcp 150 "${tcp[@]}" -- "$bin/test_comm" -n 4 -N comm-4-tcp
 case_run comm-4-posix 150 "${posix[@]}" -- "$bin/test_comm" -n 4 -N comm-4-posix

@@ -20,6 +20,10 @@
  *            come out first, in order, then an error.
  *  barrier   a peer enters a barrier last and leaves at once: the barrier
  *            succeeds for the ranks that were waiting in it.
+ *  segs      a process whose UCX tcp receive segment is smaller than the
+ *            server's send segment (UCX would abort the process that
+ *            receives one) is refused with -EPROTO on both sides, lives on,
+ *            and the server keeps serving good clients.
  *
  *   test_faults [-N NAME] [-t SECONDS]
  */
@@ -855,6 +859,47 @@ out_s:
 	end_free(&s);
 }
 
+/* ------------------------------------------------------------- segs case */
+
+static void segs_helper(uint16_t port, int ready)
+{
+	struct end c;
+	int rc;
+
+	itest_prefix("%s segs (other process): ", name);
+	setenv("UCX_TCP_RX_SEG_SIZE", "16k", 1);
+	if (end_new(&c, 2, NULL, 0, 5000, false))
+		return;
+	rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", port, HMC_TRANSPORT_UCX);
+	tap(rc == -EPROTO && !hmc_comm_is_connected(c.comm, 0),
+	    "a rank with a 16 KiB UCX tcp receive segment is refused: %s",
+	    hmc_strerror(rc));
+	end_free(&c);
+	checkpoint(ready);
+}
+
+static void segs_case(struct helper *h)
+{
+	struct end s, a;
+	int st;
+
+	itest_prefix("%s segs: ", name);
+	if (end_new(&s, 0, NULL, 0, 5000, true))
+		return;
+	helper_go(h, s.port);
+	st = helper_end(h, 15000, false);
+	tap(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	    "the process with other segments was refused and lived on (exit status 0x%x)",
+	    st);
+	tap(!hmc_comm_is_connected(s.comm, 2), "rank 2 is not connected");
+	if (!end_new(&a, 1, NULL, 0, 5000, false)) {
+		tap(connect_and_exchange(&a, 1, &s, 0x5e9),
+		    "a rank with the same segments connects and moves verified data");
+		end_free(&a);
+	}
+	end_free(&s);
+}
+
 /* ------------------------------------------------------------- tags case */
 
 static const uint64_t queued[] = { 0x1111, 0x2222222222ULL, 0x3333 };
@@ -1006,7 +1051,7 @@ static void barrier_case(struct helper *h)
 
 int main(int argc, char **argv)
 {
-	struct helper dup_h, tags_h, barrier_h;
+	struct helper dup_h, tags_h, barrier_h, segs_h;
 	int timeout_s = 120, opt, bad;
 
 	while ((opt = getopt(argc, argv, "N:t:")) != -1) {
@@ -1028,7 +1073,8 @@ int main(int argc, char **argv)
 	/* Forked before this process has any communicator (and thread). */
 	if (helper_start(&dup_h, dup_helper, timeout_s) ||
 	    helper_start(&tags_h, tags_helper, timeout_s) ||
-	    helper_start(&barrier_h, barrier_helper, timeout_s)) {
+	    helper_start(&barrier_h, barrier_helper, timeout_s) ||
+	    helper_start(&segs_h, segs_helper, timeout_s)) {
 		tap(false, "fork helpers: %s", strerror(errno));
 		return 1;
 	}
@@ -1038,5 +1084,6 @@ int main(int argc, char **argv)
 	dup_case(&dup_h);
 	tags_case(&tags_h);
 	barrier_case(&barrier_h);
+	segs_case(&segs_h);
 	return bad || itest_failures() ? 1 : 0;
 }
