@@ -13,6 +13,10 @@
 # emulated with active messages over tcp, "rma_am"; the target progresses).
 # With posix/sysv, ucx_perftest would put into UCX-allocated shared memory
 # with plain stores, which user buffers such as libhmc's cannot use.
+# libhmc sets UCX's tcp send segment to 64 KiB for its own context (UCX's
+# default is 8 KiB; see ucx_tune_tcp() in lib/xport_ucx.c): ucx_perftest
+# gets the same with UCX_TCP_TX_SEG_SIZE, so that both tools run the same
+# UCX configuration and the ratios measure libhmc, not the segment size.
 # ucx_perftest runs with -e: libhmc's endpoints ask for peer-failure
 # handling (a dead peer must be an error, not a hang), which adds a
 # keepalive lane; with -e the reference's endpoint has the same lanes, and
@@ -28,6 +32,7 @@ SOCKPP=${SOCKPP:-build/tests/bench/sockpp}
 REPS=${BENCH_REPS:-11}
 UCX_PERFTEST=${UCX_PERFTEST:-ucx_perftest}
 export UCX_TLS=tcp,self
+UCX_TX_SEG=64K			# libhmc's own choice, for ucx_perftest
 
 BW_WINDOW=32			# ucx_perftest's default for ucp_put_bw
 # About a second per bandwidth run: on this kind of shared 2-CPU host the
@@ -57,12 +62,13 @@ port=$((20000 + $$ % 20000))
 # (MB/s meaning 2^20 B/s), avg/overall message rate.
 ucx_run() {
 	port=$((port + 1))
-	timeout 120 "$UCX_PERFTEST" -p "$port" >"$tmp/ucx.srv" 2>&1 &
+	UCX_TCP_TX_SEG_SIZE=$UCX_TX_SEG timeout 120 "$UCX_PERFTEST" -p "$port" \
+		>"$tmp/ucx.srv" 2>&1 &
 	srv=$!
 	tries=0
 	while :; do
-		if timeout 120 "$UCX_PERFTEST" 127.0.0.1 -p "$port" -e -f "$@" \
-			>"$tmp/ucx.cli" 2>&1; then
+		if UCX_TCP_TX_SEG_SIZE=$UCX_TX_SEG timeout 120 "$UCX_PERFTEST" \
+			127.0.0.1 -p "$port" -e -f "$@" >"$tmp/ucx.cli" 2>&1; then
 			break
 		fi
 		tries=$((tries + 1))
@@ -97,7 +103,7 @@ tcp) sock_flag=-t ;;
 esac
 
 echo "== host benchmarks: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "UCX_TLS=$UCX_TLS, $REPS repetitions each (median), tools alternating"
+echo "UCX_TLS=$UCX_TLS, tcp send segment $UCX_TX_SEG (libhmc's default; UCX_TCP_TX_SEG_SIZE for ucx_perftest), $REPS repetitions each (median), tools alternating"
 echo "lanes: ucx_perftest ${lanes_ucx:-?}; hmcperf ${lanes_hmc:-?}"
 echo "control plane: $ctrl socket (libhmc's choice for a peer on 127.0.0.1; HMC_CTRL_TRANSPORT=tcp for TCP)"
 echo "MB/s = 10^6 B/s (ucx_perftest's MB/s, 2^20 B/s, converted); latency: one-way us, median"
