@@ -264,6 +264,7 @@ static void ucx_fini(void *ctx)
 static uint32_t ucx_env_size(const char *name, uint32_t dflt)
 {
 	const char *s = getenv(name);
+	unsigned int shift = 0;
 	unsigned long long v;
 	char *end;
 
@@ -275,18 +276,22 @@ static uint32_t ucx_env_size(const char *name, uint32_t dflt)
 		return 0;
 	switch (*end | 0x20) {
 	case 'k':
-		v <<= 10, end++;
+		shift = 10;
 		break;
 	case 'm':
-		v <<= 20, end++;
+		shift = 20;
 		break;
 	case 'g':
-		v <<= 30, end++;
+		shift = 30;
 		break;
 	}
+	if (shift)
+		end++;
 	if ((*end | 0x20) == 'b')
 		end++;
-	return *end || v > UINT32_MAX ? 0 : (uint32_t)v;
+	if (*end || v > (UINT32_MAX >> shift))
+		return 0;
+	return (uint32_t)(v << shift);
 }
 
 static ucs_status_t ucx_tune_tcp(struct ucx_ctx *u, ucp_config_t *config)
