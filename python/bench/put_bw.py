@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Python put bandwidth of a 1 MiB NumPy array against hmcperf put_bw, with
 the methodology of tests/bench/bench.sh: UCX_TLS=tcp,self, 1 MiB puts,
--n 300 -w 30 -O 32, 7 repetitions alternating the two tools, medians.
+-n 2000 -w 100 -O 32 (about a second per run), 7 repetitions alternating the
+two tools, medians.
 
 The Python side does what hmcperf's put_bw does, through the bindings:
 a server process (rank 0) that spins on progress until the end tag, as
@@ -36,7 +37,7 @@ import numpy as np                                      # noqa: E402
 import hmc                                              # noqa: E402
 
 SIZE = 1 << 20
-ITERS, WARMUP, WINDOW = 300, 30, 32
+ITERS, WARMUP, WINDOW = 2000, 100, 32
 END_TAG = 1
 
 
