@@ -17,7 +17,7 @@ set -u
 
 HMCPERF=$HMC_BUILD/tools/hmcperf
 MEMCPY_BW=$HMC_BUILD/tests/bench/memcpy_bw
-REPS=${SHM_BENCH_REPS:-5}
+REPS=${SHM_BENCH_REPS:-7}
 
 die() { echo "shm bench: $*" >&2; exit 1; }
 
@@ -51,7 +51,7 @@ memcpy_bw() {
 echo "== shm benchmarks: $REPS repetitions each (median), tools alternating"
 echo "MB/s = 10^6 B/s; ConnBuffers from /dev/hmc (HMC_REQUIRE_KMOD=1)"
 RATIOS=
-for spec in 1M:1048576:400 64M:67108864:12; do
+for spec in 1M:1048576:2000 64M:67108864:12; do
 	IFS=: read -r name size iters <<<"$spec"
 	ours= theirs=
 	for _ in $(seq "$REPS"); do
