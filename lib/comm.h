@@ -124,6 +124,7 @@ struct progress {
 	int callers_waiting;		/* atomic: callers blocked on the lock */
 	int64_t last_full_ns;		/* progress_poll()'s last full round (lock held) */
 	int64_t last_sleep_ns;		/* the last epoll_wait that could sleep (lock held) */
+	bool xports_armed;		/* arm() called since the last unwatch (lock held) */
 	int64_t last_caller_ns;		/* atomic: last progress by a caller */
 	pthread_t thread;
 	bool has_thread;

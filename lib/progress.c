@@ -148,6 +148,7 @@ static int arm_xports(struct hmc_comm *c)
 		if (!__atomic_load_n(&x->ctx, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&x->armed, __ATOMIC_RELAXED))
 			continue;
+		c->progress.xports_armed = true;
 		if (x->ops->arm(x->ctx) == -EBUSY)
 			return -EBUSY;
 		__atomic_store_n(&x->armed, true, __ATOMIC_RELAXED);
@@ -158,7 +159,8 @@ static int arm_xports(struct hmc_comm *c)
 /*
  * Nobody has slept in epoll_wait for UNWATCH_NS: the callers spin, and
  * descriptors watched for sleepers only cost every packet a wake-up. The
- * next arm() watches them again, so the slot must not stay armed.
+ * next arm() watches them again, so the slot must not stay armed. Once
+ * per arm: spinning callers do not pay the transports' locks again.
  */
 static void unwatch_xports(struct hmc_comm *c)
 {
@@ -173,6 +175,7 @@ static void unwatch_xports(struct hmc_comm *c)
 		x->ops->unwatch(x->ctx);
 		__atomic_store_n(&x->armed, false, __ATOMIC_RELAXED);
 	}
+	c->progress.xports_armed = false;
 }
 
 static void drain_wake(struct progress *pr)
@@ -212,7 +215,8 @@ int progress_once(struct hmc_comm *c, int timeout_ms)
 		pr_debug("epoll_wait: %s", hmc_strerror(errno));
 	if (wait)
 		pr->last_sleep_ns = now_ns();
-	else if (!timeout_ms && now_ns() - pr->last_sleep_ns > UNWATCH_NS)
+	else if (!timeout_ms && pr->xports_armed &&
+		 now_ns() - pr->last_sleep_ns > UNWATCH_NS)
 		unwatch_xports(c);
 
 	for (i = 0; i < nev; i++) {

@@ -261,15 +261,12 @@ static void ucx_fini(void *ctx)
 #define UCX_TCP_RX_SEG_DEFAULT	(64u << 10)	/* UCX's */
 
 /* A size as UCX reads it ("65536", "64k", "64KB"), or 0 if not one. */
-static uint32_t ucx_env_size(const char *name, uint32_t dflt)
+static uint32_t ucx_size(const char *s)
 {
-	const char *s = getenv(name);
 	unsigned int shift = 0;
 	unsigned long long v;
 	char *end;
 
-	if (!s)
-		return dflt;
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (end == s || errno)
@@ -296,16 +293,18 @@ static uint32_t ucx_env_size(const char *name, uint32_t dflt)
 
 static ucs_status_t ucx_tune_tcp(struct ucx_ctx *u, ucp_config_t *config)
 {
-	if (getenv("UCX_TCP_TX_SEG_SIZE") || getenv("UCX_TCP_RX_SEG_SIZE")) {
-		u->tcp_tx_seg = ucx_env_size("UCX_TCP_TX_SEG_SIZE",
-					     UCX_TCP_TX_SEG_DEFAULT);
-		u->tcp_rx_seg = ucx_env_size("UCX_TCP_RX_SEG_SIZE",
-					     UCX_TCP_RX_SEG_DEFAULT);
+	const char *tx = getenv("UCX_TCP_TX_SEG_SIZE");
+	const char *rx = getenv("UCX_TCP_RX_SEG_SIZE");
+	char seg[16];
+
+	u->tcp_rx_seg = rx ? ucx_size(rx) : UCX_TCP_RX_SEG_DEFAULT;
+	if (tx || rx) {
+		u->tcp_tx_seg = tx ? ucx_size(tx) : UCX_TCP_TX_SEG_DEFAULT;
 		return UCS_OK;
 	}
 	u->tcp_tx_seg = UCX_TCP_TX_SEG;
-	u->tcp_rx_seg = UCX_TCP_RX_SEG_DEFAULT;
-	return ucp_config_modify(config, "TX_SEG_SIZE", "64k");
+	snprintf(seg, sizeof(seg), "%u", UCX_TCP_TX_SEG);
+	return ucp_config_modify(config, "TX_SEG_SIZE", seg);
 }
 
 /*
