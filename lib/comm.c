@@ -621,9 +621,14 @@ int hmc_comm_wait(struct hmc_comm *c, hmc_req_t req, int timeout_ms)
  * handshakes) once PROGRESS_FULL_NS have passed since the last one. By
  * time, not by count: a poll of RDMA or shared memory takes a few dozen
  * nanoseconds, and a system call every few polls would then be most of
- * what a spinning caller does. Progress lock held.
+ * what a spinning caller does. A millisecond, not less: a full round costs
+ * a system call and a look at every peer, and a ping-pong that met one
+ * every few round trips paid it in most of them (put_lat over soft-RoCE
+ * under emulation, where a round trip takes 50 us). What waits for the
+ * control sockets (hmc_comm_recv_tag(), hmc_comm_wait()) drives them
+ * itself. Progress lock held.
  */
-#define PROGRESS_FULL_NS	(100 * 1000)
+#define PROGRESS_FULL_NS	(1000 * 1000)
 
 static int progress_poll(struct hmc_comm *c)
 {

@@ -369,7 +369,7 @@ int hmc_comm_barrier(struct hmc_comm *comm, int timeout_ms);
  * return the number of events handled. Needed only with
  * HMC_COMM_F_NO_PROGRESS_THREAD, or to poll memory at the lowest latency.
  * Called in a loop, it polls the transports on every call and the control
- * sockets (tags, accepts, peers that leave) every 100 us.
+ * sockets (tags, accepts, peers that leave) every millisecond.
  */
 int hmc_comm_progress(struct hmc_comm *comm);
 
