@@ -1133,7 +1133,7 @@ static int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 		   uint64_t tag)
 {
 	struct vb_op *op;
-	int rc = 0;
+	int rc = 0, reaped = 0;
 
 	pthread_mutex_lock(&v->lock);
 	op = op_get(v);
@@ -1175,8 +1175,16 @@ static int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 	} else {	/* in order: behind what already waits for room */
 		list_add_tail(&vp->pending, &op->pnode);
 		push_pending(vp);
+		/*
+		 * Soft-RoCE carries out a loopback WR inside ibv_post_send():
+		 * its completion is there now. Taking it here spares the
+		 * caller a progress round to learn that the put is done.
+		 */
+		reaped = poll_peer(vp);
 	}
 	pthread_mutex_unlock(&v->lock);
+	if (reaped > 0)
+		comm_broadcast(v->comm);
 	return 0;
 err:
 	op_put(v, op);
