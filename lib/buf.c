@@ -28,6 +28,7 @@
 #include "log.h"
 #include "mem.h"
 #include "opts.h"
+#include "util.h"
 
 #define BUF_FLAGS	(HMC_BUF_F_REQUIRE_KMOD | HMC_BUF_F_NO_KMOD | \
 			 HMC_BUF_F_NUMA)
@@ -270,7 +271,7 @@ void *hmc_buf_ptr(const struct hmc_buf *buf)
 	return buf ? buf->ptr : NULL;
 }
 
-size_t hmc_buf_size(const struct hmc_buf *buf)
+__hot size_t hmc_buf_size(const struct hmc_buf *buf)
 {
 	return buf ? buf->size : 0;
 }

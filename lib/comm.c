@@ -57,34 +57,11 @@ struct peer *peer_new(struct hmc_comm *c, uint32_t rank)
 	return p;
 }
 
-struct peer *peer_get(struct peer *p)
+void peer_free(struct peer *p)
 {
-	__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
-	return p;
-}
-
-void peer_put(struct peer *p)
-{
-	if (!p || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL))
-		return;
 	conn_free(p->conn);
 	free(p->tags);
 	free(p);
-}
-
-static struct peer **bucket(struct hmc_comm *c, uint32_t rank)
-{
-	return &c->peers[(rank * 2654435761u) >> 24 & (PEER_HASH_SIZE - 1)];
-}
-
-struct peer *peer_lookup_locked(struct hmc_comm *c, uint32_t rank)
-{
-	struct peer *p;
-
-	for (p = *bucket(c, rank); p; p = p->hnext)
-		if (p->rank == rank)
-			return p;
-	return NULL;
 }
 
 struct peer *peer_lookup(struct hmc_comm *c, uint32_t rank)
@@ -101,24 +78,35 @@ struct peer *peer_lookup(struct hmc_comm *c, uint32_t rank)
 
 void peer_link(struct hmc_comm *c, struct peer *p)
 {
-	struct peer **b = bucket(c, p->rank);
+	struct peer **b = peer_bucket(c, p->rank);
 
 	peer_get(p);
+	futex_mutex_lock(&c->peers_lock);
 	p->hnext = *b;
 	*b = p;
+	futex_mutex_unlock(&c->peers_lock);
 }
 
 void peer_unlink(struct hmc_comm *c, struct peer *p)
 {
 	struct peer **pp;
 
-	for (pp = bucket(c, p->rank); *pp; pp = &(*pp)->hnext) {
+	futex_mutex_lock(&c->peers_lock);
+	for (pp = peer_bucket(c, p->rank); *pp; pp = &(*pp)->hnext) {
 		if (*pp == p) {
 			*pp = p->hnext;
 			p->hnext = NULL;
-			return;
+			break;
 		}
 	}
+	futex_mutex_unlock(&c->peers_lock);
+}
+
+void peer_set_state(struct hmc_comm *c, struct peer *p, enum peer_state state)
+{
+	futex_mutex_lock(&c->peers_lock);
+	p->state = state;
+	futex_mutex_unlock(&c->peers_lock);
 }
 
 void comm_peer_error(struct hmc_comm *c, struct peer *p, int err)
@@ -182,12 +170,13 @@ out:
 }
 
 /* A reference to a connected @rank: 0, -ENOTCONN, or the failure. */
-static int peer_connected(struct hmc_comm *c, uint32_t rank, struct peer **out)
+static __hot int peer_connected(struct hmc_comm *c, uint32_t rank,
+				 struct peer **out)
 {
 	struct peer *p;
 	int rc = 0;
 
-	pthread_mutex_lock(&c->lock);
+	futex_mutex_lock(&c->peers_lock);
 	p = peer_lookup_locked(c, rank);
 	if (!p || p->state == PEER_DIALING || p->state == PEER_XPORT)
 		rc = -ENOTCONN;
@@ -195,7 +184,7 @@ static int peer_connected(struct hmc_comm *c, uint32_t rank, struct peer **out)
 		rc = p->error ? p->error : -ECONNRESET;
 	else
 		*out = peer_get(p);
-	pthread_mutex_unlock(&c->lock);
+	futex_mutex_unlock(&c->peers_lock);
 	return rc;
 }
 
@@ -272,9 +261,7 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 			goto err;
 		}
 	}
-	rc = req_table_init(&c->reqs);
-	if (rc)
-		goto err;
+	req_table_init(&c->reqs);
 	/* Peer reports are for monitors: without hmc.ko there are none. */
 	c->report_fd = devhmc_open(HMC_FEAT_PEER_STATE, NULL, HMC_LOG_DEBUG);
 	rc = progress_init(c);
@@ -535,9 +522,9 @@ int64_t hmc_comm_peer_buf_size(struct hmc_comm *c, uint32_t rank)
 /* ----------------------------------------------------------- transfers */
 
 /* A put, get or flush (or a put_signal when @signal). */
-static int post(struct hmc_comm *c, uint32_t rank, enum req_op op,
-		size_t local_off, size_t remote_off, size_t len,
-		const uint64_t *signal, hmc_req_t *id)
+static __hot int post(struct hmc_comm *c, uint32_t rank, enum req_op op,
+		      size_t local_off, size_t remote_off, size_t len,
+		      const uint64_t *signal, hmc_req_t *id)
 {
 	struct peer *p;
 	struct req *r;
@@ -581,14 +568,14 @@ out:
 	return rc;
 }
 
-int hmc_comm_put_nb(struct hmc_comm *c, uint32_t peer, size_t local_off,
-		    size_t remote_off, size_t len, hmc_req_t *req)
+__hot int hmc_comm_put_nb(struct hmc_comm *c, uint32_t peer, size_t local_off,
+			  size_t remote_off, size_t len, hmc_req_t *req)
 {
 	return post(c, peer, REQ_PUT, local_off, remote_off, len, NULL, req);
 }
 
-int hmc_comm_get_nb(struct hmc_comm *c, uint32_t peer, size_t local_off,
-		    size_t remote_off, size_t len, hmc_req_t *req)
+__hot int hmc_comm_get_nb(struct hmc_comm *c, uint32_t peer, size_t local_off,
+			  size_t remote_off, size_t len, hmc_req_t *req)
 {
 	return post(c, peer, REQ_GET, local_off, remote_off, len, NULL, req);
 }
@@ -630,7 +617,7 @@ int hmc_comm_wait(struct hmc_comm *c, hmc_req_t req, int timeout_ms)
  */
 #define PROGRESS_FULL_NS	(1000 * 1000)
 
-static int progress_poll(struct hmc_comm *c)
+static __hot int progress_poll(struct hmc_comm *c)
 {
 	struct progress *pr = &c->progress;
 	int64_t now = now_ns();
@@ -647,7 +634,7 @@ static int progress_poll(struct hmc_comm *c)
 	return progress_once(c, 0);
 }
 
-int hmc_comm_test(struct hmc_comm *c, hmc_req_t req)
+__hot int hmc_comm_test(struct hmc_comm *c, hmc_req_t req)
 {
 	int rc, n;
 
@@ -927,7 +914,7 @@ int hmc_comm_barrier(struct hmc_comm *c, int timeout_ms)
 	return rc;
 }
 
-int hmc_comm_progress(struct hmc_comm *c)
+__hot int hmc_comm_progress(struct hmc_comm *c)
 {
 	int n;
 

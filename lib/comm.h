@@ -26,6 +26,7 @@
 #include <linux/hmc.h>
 
 #include "frame.h"
+#include "lock.h"
 #include "req.h"
 #include "sock.h"
 #include "util.h"
@@ -150,6 +151,12 @@ struct hmc_comm {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned int waiters;		/* atomic: threads in comm->cond */
+	/*
+	 * The peer table and each peer's state are changed under both locks,
+	 * peers_lock inside comm->lock; a post reads them under peers_lock
+	 * alone, the cheaper one to take.
+	 */
+	struct futex_mutex peers_lock;
 	struct peer *peers[PEER_HASH_SIZE];
 	struct list_node handshakes;	/* accepted conns not yet connected */
 	struct list_node failing;	/* peers with a pending_error */
@@ -167,16 +174,46 @@ struct hmc_comm {
 };
 
 /* ---- peers (comm.c) */
-struct peer *peer_get(struct peer *p);
-void peer_put(struct peer *p);
+/* Free @p; for peer_put(), once the last reference is gone. */
+void peer_free(struct peer *p);
+
+static inline struct peer *peer_get(struct peer *p)
+{
+	__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+	return p;
+}
+
+/* Drop a reference; the last one frees @p (NULL is allowed). */
+static inline void peer_put(struct peer *p)
+{
+	if (p && !__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL))
+		peer_free(p);
+}
 /* A counted reference to @rank's peer, or NULL. */
 struct peer *peer_lookup(struct hmc_comm *c, uint32_t rank);
-/* The same under comm->lock, without taking a reference. */
-struct peer *peer_lookup_locked(struct hmc_comm *c, uint32_t rank);
+
+static inline struct peer **peer_bucket(struct hmc_comm *c, uint32_t rank)
+{
+	return &c->peers[(rank * 2654435761u) >> 24 & (PEER_HASH_SIZE - 1)];
+}
+
+/* The same under comm->lock or peers_lock, without taking a reference. */
+static inline struct peer *peer_lookup_locked(struct hmc_comm *c,
+					      uint32_t rank)
+{
+	struct peer *p;
+
+	for (p = *peer_bucket(c, rank); p; p = p->hnext)
+		if (p->rank == rank)
+			return p;
+	return NULL;
+}
 /* Insert @p in the table, which takes a reference (comm->lock held). */
 void peer_link(struct hmc_comm *c, struct peer *p);
 /* Take @p out of the table; the caller inherits its reference. */
 void peer_unlink(struct hmc_comm *c, struct peer *p);
+/* Move @p to @state (comm->lock held); what goes with it is set before. */
+void peer_set_state(struct hmc_comm *c, struct peer *p, enum peer_state state);
 struct peer *peer_new(struct hmc_comm *c, uint32_t rank);
 /*
  * A transport found @p broken: it is torn down by the next progress round

@@ -365,7 +365,7 @@ static int xport_accept(struct hmc_comm *c, struct peer *p,
 		p->xops = slot->ops;
 		p->xpeer = xpeer;
 		p->buf_size = x.buf_size;
-		p->state = PEER_CONNECTED;
+		peer_set_state(c, p, PEER_CONNECTED);
 		pthread_mutex_unlock(&c->lock);
 		list_del(&p->conn->hs_node);	/* no deadline any more */
 	}
@@ -504,7 +504,7 @@ static int hs_welcome(struct hmc_comm *c, struct conn *cn)
 	}
 	if (old)
 		peer_unlink(c, old);	/* a failed incarnation is replaced */
-	p->state = PEER_XPORT;
+	p->state = PEER_XPORT;	/* not in the table yet */
 	p->conn = cn;
 	peer_link(c, p);
 	pthread_mutex_unlock(&c->lock);
@@ -903,7 +903,7 @@ int ctrl_connect(struct hmc_comm *c, uint32_t rank, const char *ip,
 	}
 	if (old)
 		peer_unlink(c, old);
-	p->state = PEER_DIALING;
+	p->state = PEER_DIALING;	/* not in the table yet */
 	peer_link(c, p);
 	pthread_mutex_unlock(&c->lock);
 	if (old)
@@ -925,7 +925,7 @@ int ctrl_connect(struct hmc_comm *c, uint32_t rank, const char *ip,
 	cn->hs = HS_DONE;
 	p->xops = slot->ops;
 	p->xpeer = xpeer;
-	p->state = PEER_CONNECTED;
+	peer_set_state(c, p, PEER_CONNECTED);
 	pthread_mutex_unlock(&c->lock);
 	rc = progress_watch(c, cn->fd, &cn->src);
 	if (rc) {
@@ -1020,7 +1020,7 @@ void ctrl_teardown(struct hmc_comm *c, struct peer *p, int err, bool remove,
 	p->xpeer = NULL;
 	if (p->state != PEER_DOWN)
 		p->error = err;
-	p->state = remove ? PEER_GONE : PEER_DOWN;
+	peer_set_state(c, p, remove ? PEER_GONE : PEER_DOWN);
 	if (remove)
 		peer_unlink(c, p);
 	pthread_mutex_unlock(&c->lock);

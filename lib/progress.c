@@ -36,7 +36,7 @@
  * condition under comm->lock; we changed the state before looking at the
  * count: either it sees our change or we see it waiting.
  */
-void comm_broadcast(struct hmc_comm *c)
+__hot void comm_broadcast(struct hmc_comm *c)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST))
@@ -113,7 +113,7 @@ static int progress_slot(struct xport_slot *x)
 	return rc > 0 ? rc : 0;
 }
 
-int progress_xports(struct hmc_comm *c)
+__hot int progress_xports(struct hmc_comm *c)
 {
 	int i, n = 0;
 

@@ -15,10 +15,9 @@ static struct req *slot(struct req_table *t, uint32_t idx)
 	return &t->chunks[idx / REQ_CHUNK][idx % REQ_CHUNK];
 }
 
-int req_table_init(struct req_table *t)
+void req_table_init(struct req_table *t)
 {
 	memset(t, 0, sizeof(*t));
-	return -pthread_mutex_init(&t->lock, NULL);
 }
 
 void req_table_fini(struct req_table *t)
@@ -28,7 +27,6 @@ void req_table_fini(struct req_table *t)
 	for (c = 0; c < t->nr_chunks; c++)
 		free(t->chunks[c]);
 	free(t->chunks);
-	pthread_mutex_destroy(&t->lock);
 }
 
 static int grow(struct req_table *t)
@@ -56,7 +54,7 @@ static int grow(struct req_table *t)
 	return 0;
 }
 
-static void release_slot(struct req_table *t, struct req *r)
+static __hot void release_slot(struct req_table *t, struct req *r)
 {
 	r->state = REQ_FREE;
 	r->next_free = t->free_head;
@@ -65,7 +63,7 @@ static void release_slot(struct req_table *t, struct req *r)
 }
 
 /* Leave ACTIVE: record the result and drop the peer. Lock held. */
-static void finish(struct req *r, int status)
+static __hot void finish(struct req *r, int status)
 {
 	r->state = REQ_DONE;
 	r->status = status;
@@ -74,13 +72,13 @@ static void finish(struct req *r, int status)
 	r->peer = NULL;
 }
 
-struct req *req_alloc(struct req_table *t, struct peer *peer, enum req_op op,
-		      hmc_req_t *id)
+__hot struct req *req_alloc(struct req_table *t, struct peer *peer,
+			    enum req_op op, hmc_req_t *id)
 {
 	struct req *r = NULL;
 	uint32_t idx;
 
-	pthread_mutex_lock(&t->lock);
+	futex_mutex_lock(&t->lock);
 	if (!t->free_head && grow(t))
 		goto out;
 	idx = t->free_head - 1;
@@ -98,43 +96,43 @@ struct req *req_alloc(struct req_table *t, struct peer *peer, enum req_op op,
 	list_add_tail(&peer->reqs, &r->peer_node);
 	*id = (uint64_t)r->gen << 32 | (idx + 1);
 out:
-	pthread_mutex_unlock(&t->lock);
+	futex_mutex_unlock(&t->lock);
 	return r;
 }
 
 void req_free_unposted(struct req_table *t, struct req *r)
 {
-	pthread_mutex_lock(&t->lock);
+	futex_mutex_lock(&t->lock);
 	finish(r, 0);
 	release_slot(t, r);
-	pthread_mutex_unlock(&t->lock);
+	futex_mutex_unlock(&t->lock);
 }
 
-void req_complete(struct req *r, int status)
+__hot void req_complete(struct req *r, int status)
 {
 	struct req_table *t = r->table;
 
-	pthread_mutex_lock(&t->lock);
+	futex_mutex_lock(&t->lock);
 	if (r->state == REQ_ACTIVE)
 		finish(r, status);
 	r->in_xport = false;
 	if (r->state == REQ_DONE && r->abandoned)
 		release_slot(t, r);
-	pthread_mutex_unlock(&t->lock);
+	futex_mutex_unlock(&t->lock);
 }
 
 void req_fail_peer(struct req_table *t, struct peer *peer, int err)
 {
 	struct list_node *n, *tmp;
 
-	pthread_mutex_lock(&t->lock);
+	futex_mutex_lock(&t->lock);
 	list_for_each_safe(n, tmp, &peer->reqs)
 		finish(container_of(n, struct req, peer_node), err);
-	pthread_mutex_unlock(&t->lock);
+	futex_mutex_unlock(&t->lock);
 }
 
 /* The slot for handle @id if it is live. Lock held. */
-static struct req *lookup(struct req_table *t, hmc_req_t id)
+static inline struct req *lookup(struct req_table *t, hmc_req_t id)
 {
 	uint32_t idx = (uint32_t)id;
 	struct req *r;
@@ -147,12 +145,12 @@ static struct req *lookup(struct req_table *t, hmc_req_t id)
 	return r;
 }
 
-int req_result(struct req_table *t, hmc_req_t id, bool collect)
+__hot int req_result(struct req_table *t, hmc_req_t id, bool collect)
 {
 	struct req *r;
 	int rc;
 
-	pthread_mutex_lock(&t->lock);
+	futex_mutex_lock(&t->lock);
 	r = lookup(t, id);
 	if (!r) {
 		rc = -ENOENT;
@@ -166,7 +164,7 @@ int req_result(struct req_table *t, hmc_req_t id, bool collect)
 				release_slot(t, r);
 		}
 	}
-	pthread_mutex_unlock(&t->lock);
+	futex_mutex_unlock(&t->lock);
 	return rc;
 }
 
@@ -174,14 +172,14 @@ void req_abandon(struct req_table *t, hmc_req_t id)
 {
 	struct req *r;
 
-	pthread_mutex_lock(&t->lock);
+	futex_mutex_lock(&t->lock);
 	r = lookup(t, id);
 	if (r) {
 		r->abandoned = true;
 		if (r->state == REQ_DONE && !r->in_xport)
 			release_slot(t, r);
 	}
-	pthread_mutex_unlock(&t->lock);
+	futex_mutex_unlock(&t->lock);
 }
 
 bool req_is_done(struct req_table *t, hmc_req_t id)
@@ -189,9 +187,9 @@ bool req_is_done(struct req_table *t, hmc_req_t id)
 	struct req *r;
 	bool done;
 
-	pthread_mutex_lock(&t->lock);
+	futex_mutex_lock(&t->lock);
 	r = lookup(t, id);
 	done = !r || r->state != REQ_ACTIVE;
-	pthread_mutex_unlock(&t->lock);
+	futex_mutex_unlock(&t->lock);
 	return done;
 }

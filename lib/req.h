@@ -10,12 +10,12 @@
 #ifndef HMC_LIB_REQ_H
 #define HMC_LIB_REQ_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <hmc/hmc.h>
 
+#include "lock.h"
 #include "util.h"
 
 struct peer;
@@ -47,7 +47,7 @@ struct req {
 };
 
 struct req_table {
-	pthread_mutex_t lock;
+	struct futex_mutex lock;
 	struct req **chunks;	/* fixed-size chunks: slot addresses are stable */
 	uint32_t nr_chunks;
 	uint32_t nr_slots;
@@ -55,7 +55,7 @@ struct req_table {
 	uint32_t active;	/* slots not FREE */
 };
 
-int req_table_init(struct req_table *t);
+void req_table_init(struct req_table *t);
 void req_table_fini(struct req_table *t);
 
 /* A new ACTIVE request on @peer (which it references), handle in @id. */

@@ -14,6 +14,15 @@
 	((type *)((char *)(ptr) - offsetof(type, member)))
 #define min_t(t, a, b)	((t)(a) < (t)(b) ? (t)(a) : (t)(b))
 
+/*
+ * The transfer path (post, complete, test, progress, and a transport's
+ * post and poll): GCC and ld place these functions together, so that a put
+ * runs through two or three code pages instead of nine. Under emulation
+ * each page and each jump the code cache no longer holds after the
+ * doorbell system call is a lookup; on hardware, fewer iTLB misses.
+ */
+#define __hot	__attribute__((__hot__))
+
 /* ---- time: monotonic nanoseconds; a deadline of DEADLINE_NEVER never passes */
 #define DEADLINE_NEVER	INT64_MAX
 

@@ -69,6 +69,7 @@
 
 #include "buf.h"
 #include "comm.h"
+#include "lock.h"
 #include "log.h"
 #include "xport_verbs.h"
 
@@ -132,7 +133,7 @@
 
 struct vb_ctx {
 	struct hmc_comm *comm;
-	pthread_mutex_t lock;
+	struct futex_mutex lock;
 	struct vb_port port;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;		/* NULL when staged */
@@ -266,7 +267,6 @@ static void vb_fini(void *ctx)
 		list_del(n);
 		free(container_of(n, struct vb_op, node));
 	}
-	pthread_mutex_destroy(&v->lock);
 	free(v);
 }
 
@@ -279,7 +279,6 @@ static int vb_init(struct hmc_comm *comm, void **ctx)
 	if (!v)
 		return -ENOMEM;
 	v->comm = comm;
-	pthread_mutex_init(&v->lock, NULL);
 	list_init(&v->peers);
 	list_init(&v->free_ops);
 	rc = vb_port_open(comm->ib_dev, comm->ib_port, &v->port);
@@ -355,20 +354,21 @@ static bool op_wants(const struct vb_op *op)
  * A zeroed op. Finished ops are kept for the next posts (up to OP_CACHE):
  * a put should not cost a malloc and a free. Lock held.
  */
-static struct vb_op *op_get(struct vb_ctx *v)
+static __hot struct vb_op *op_get(struct vb_ctx *v)
 {
 	struct vb_op *op;
 
 	if (list_empty(&v->free_ops))
 		return calloc(1, sizeof(*op));
-	op = container_of(v->free_ops.next, struct vb_op, node);
+	/* the last one put back: its memory is the likeliest to be cached */
+	op = container_of(v->free_ops.prev, struct vb_op, node);
 	list_del(&op->node);
 	v->nfree_ops--;
 	memset(op, 0, sizeof(*op));
 	return op;
 }
 
-static void op_put(struct vb_ctx *v, struct vb_op *op)
+static __hot void op_put(struct vb_ctx *v, struct vb_op *op)
 {
 	if (v->nfree_ops >= OP_CACHE) {
 		free(op);
@@ -382,7 +382,7 @@ static void op_put(struct vb_ctx *v, struct vb_op *op)
  * Hand @op back and take it off the peer; flushes that waited only for it
  * (and whatever came before it) complete too.
  */
-static void op_finish(struct vb_peer *vp, struct vb_op *op)
+static __hot void op_finish(struct vb_peer *vp, struct vb_op *op)
 {
 	struct vb_op *head;
 
@@ -400,7 +400,7 @@ static void op_finish(struct vb_peer *vp, struct vb_op *op)
 	}
 }
 
-static void op_maybe_finish(struct vb_peer *vp, struct vb_op *op)
+static __hot void op_maybe_finish(struct vb_peer *vp, struct vb_op *op)
 {
 	if (!op->left && !op->tag_left && !op->inflight)
 		op_finish(vp, op);
@@ -471,8 +471,8 @@ static int stage_copy(struct vb_peer *vp, int32_t stage, uint64_t loff,
  * Post one WR of @op on channel @c: a chunk of data (from or into bounce
  * chunk @stage when staged, else -1), or the tag.
  */
-static int post_wr(struct vb_peer *vp, uint32_t c, struct vb_op *op,
-		   uint32_t len, int32_t stage)
+static __hot int post_wr(struct vb_peer *vp, uint32_t c, struct vb_op *op,
+			 uint32_t len, int32_t stage)
 {
 	struct vb_ctx *v = vp->v;
 	struct vb_chan *ch = &vp->ch[c];
@@ -518,7 +518,7 @@ static int post_wr(struct vb_peer *vp, uint32_t c, struct vb_op *op,
 }
 
 /* A channel with a free send slot for @op, or -1. */
-static int pick_chan(struct vb_peer *vp, const struct vb_op *op)
+static __hot int pick_chan(struct vb_peer *vp, const struct vb_op *op)
 {
 	uint32_t i, c;
 
@@ -538,7 +538,7 @@ static int pick_chan(struct vb_peer *vp, const struct vb_op *op)
  * Post what fits of @op: 0, -EAGAIN when out of room or bounce chunks, or
  * a post error. A put's chunk that cannot be staged ends @op, not the peer.
  */
-static int op_push(struct vb_peer *vp, struct vb_op *op)
+static __hot int op_push(struct vb_peer *vp, struct vb_op *op)
 {
 	int32_t stage;
 	uint32_t len;
@@ -578,7 +578,7 @@ static int op_push(struct vb_peer *vp, struct vb_op *op)
 }
 
 /* Post waiting ops in order while there is room. */
-static void push_pending(struct vb_peer *vp)
+static __hot void push_pending(struct vb_peer *vp)
 {
 	struct list_node *n, *tmp;
 	int rc;
@@ -628,7 +628,7 @@ static int wc_errno(const struct vb_peer *vp, enum ibv_wc_status st)
 	}
 }
 
-static void send_done(struct vb_peer *vp, const struct ibv_wc *wc)
+static __hot void send_done(struct vb_peer *vp, const struct ibv_wc *wc)
 {
 	uint32_t c = WRID_CH(wc->wr_id);
 	struct vb_chan *ch;
@@ -718,7 +718,7 @@ static void recv_done(struct vb_peer *vp, const struct ibv_wc *wc)
 }
 
 /* Handle what @vp's CQ has: completions, or a negative errno. */
-static int poll_peer(struct vb_peer *vp)
+static __hot int poll_peer(struct vb_peer *vp)
 {
 	struct ibv_wc wc[POLL_BATCH];
 	int i, n, total = 0;
@@ -910,10 +910,10 @@ static int vb_peer_create(void *ctx, struct peer *peer, void **xpeer)
 		if (rc)
 			goto err;
 	}
-	pthread_mutex_lock(&v->lock);
+	futex_mutex_lock(&v->lock);
 	list_add_tail(&v->peers, &vp->node);
 	set_armed(vp, true);
-	pthread_mutex_unlock(&v->lock);
+	futex_mutex_unlock(&v->lock);
 	*xpeer = vp;
 	return 0;
 err:
@@ -1046,9 +1046,9 @@ static int vb_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
 			return rc;
 		}
 	}
-	pthread_mutex_lock(&v->lock);
+	futex_mutex_lock(&v->lock);
 	vp->connected = true;
-	pthread_mutex_unlock(&v->lock);
+	futex_mutex_unlock(&v->lock);
 	return 0;
 }
 
@@ -1062,9 +1062,9 @@ static void poll_until(struct vb_peer *vp, bool (*done)(struct vb_peer *),
 		poll_peer(vp);
 		if (done(vp) || deadline_passed(deadline))
 			return;
-		pthread_mutex_unlock(&v->lock);
+		futex_mutex_unlock(&v->lock);
 		usleep(CLOSE_POLL_US);
-		pthread_mutex_lock(&v->lock);
+		futex_mutex_lock(&v->lock);
 	}
 }
 
@@ -1092,7 +1092,7 @@ static void vb_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	uint32_t c;
 	int err;
 
-	pthread_mutex_lock(&v->lock);
+	futex_mutex_lock(&v->lock);
 	vp->closing = true;	/* posts fail from now on */
 	if (graceful)
 		poll_until(vp, no_ops, deadline);
@@ -1122,23 +1122,23 @@ static void vb_peer_destroy(void *ctx, void *xpeer, bool graceful,
 		op->inflight = 0;
 		op_finish(vp, op);
 	}
-	pthread_mutex_unlock(&v->lock);
+	futex_mutex_unlock(&v->lock);
 	free_peer(vp);
 }
 
 /* ------------------------------------------------------------ posting */
 
-static int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
-		   int kind, uint64_t loff, uint64_t roff, uint64_t len,
-		   uint64_t tag)
+static __hot int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
+			 int kind, uint64_t loff, uint64_t roff, uint64_t len,
+			 uint64_t tag)
 {
 	struct vb_op *op;
 	int rc = 0, reaped = 0;
 
-	pthread_mutex_lock(&v->lock);
+	futex_mutex_lock(&v->lock);
 	op = op_get(v);
 	if (!op) {
-		pthread_mutex_unlock(&v->lock);
+		futex_mutex_unlock(&v->lock);
 		return -ENOMEM;
 	}
 	op->r = r;
@@ -1182,18 +1182,18 @@ static int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 		 */
 		reaped = poll_peer(vp);
 	}
-	pthread_mutex_unlock(&v->lock);
+	futex_mutex_unlock(&v->lock);
 	if (reaped > 0)
 		comm_broadcast(v->comm);
 	return 0;
 err:
 	op_put(v, op);
-	pthread_mutex_unlock(&v->lock);
+	futex_mutex_unlock(&v->lock);
 	return rc;
 }
 
-static int vb_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
-		   uint64_t local_off, uint64_t remote_off, uint64_t len)
+static __hot int vb_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
+			 uint64_t local_off, uint64_t remote_off, uint64_t len)
 {
 	return post_op(ctx, xpeer, r, op, local_off, remote_off, len, 0);
 }
@@ -1209,7 +1209,7 @@ static int vb_put_signal(void *ctx, void *xpeer, struct req *r,
 /* ----------------------------------------------------------- progress */
 
 /* Take the events the channel has (each CQ it names needs re-arming). */
-static void drain_events(struct vb_ctx *v)
+static __hot void drain_events(struct vb_ctx *v)
 {
 	struct ibv_cq *cq;
 	void *cq_ctx;
@@ -1220,20 +1220,20 @@ static void drain_events(struct vb_ctx *v)
 	}
 }
 
-static int vb_progress(void *ctx)
+static __hot int vb_progress(void *ctx)
 {
 	struct vb_ctx *v = ctx;
 	struct list_node *n, *tmp;
 	int rc, total = 0;
 
-	pthread_mutex_lock(&v->lock);
+	futex_mutex_lock(&v->lock);
 	drain_events(v);
 	list_for_each_safe(n, tmp, &v->peers) {
 		rc = poll_peer(container_of(n, struct vb_peer, node));
 		if (rc > 0)
 			total += rc;
 	}
-	pthread_mutex_unlock(&v->lock);
+	futex_mutex_unlock(&v->lock);
 	return total;
 }
 
@@ -1247,7 +1247,7 @@ static int vb_arm(void *ctx)
 	struct list_node *n;
 	int busy = 0;
 
-	pthread_mutex_lock(&v->lock);
+	futex_mutex_lock(&v->lock);
 	drain_events(v);
 	for (n = v->peers.next; n != &v->peers; n = n->next) {
 		struct vb_peer *vp = container_of(n, struct vb_peer, node);
@@ -1262,7 +1262,7 @@ static int vb_arm(void *ctx)
 		if (poll_peer(vp))
 			busy = 1;
 	}
-	pthread_mutex_unlock(&v->lock);
+	futex_mutex_unlock(&v->lock);
 	return busy ? -EBUSY : 0;
 }
 

@@ -18,6 +18,9 @@
 
 #include <hmc/hmc.h>
 
+/* The timed loops: placed together, like libhmc's transfer path. */
+#define __hot	__attribute__((__hot__))
+
 enum perf_test {
 	PERF_PUT_BW,
 	PERF_GET_BW,

@@ -84,7 +84,7 @@ size_t perf_slots(const struct perf_params *p)
 	return p->window;
 }
 
-int64_t perf_now_ns(void)
+__hot int64_t perf_now_ns(void)
 {
 	struct timespec ts;
 
@@ -275,8 +275,8 @@ static int spin_check(struct perf *pf)
  * over RDMA (@passive) the data lands without us, so mostly poll memory,
  * as ib_write_lat does.
  */
-static int wait_sn(struct perf *pf, const uint8_t *where, uint8_t sn,
-		   bool passive)
+static __hot int wait_sn(struct perf *pf, const uint8_t *where, uint8_t sn,
+			 bool passive)
 {
 	unsigned int spins = 0;
 	int rc;
@@ -301,7 +301,7 @@ static int wait_sn(struct perf *pf, const uint8_t *where, uint8_t sn,
  * only, without system calls, and the request is looked at again only
  * when it found something.
  */
-static int wait_req(struct perf *pf, hmc_req_t *req)
+static __hot int wait_req(struct perf *pf, hmc_req_t *req)
 {
 	unsigned int spins = 0;
 	int rc = 0;
@@ -380,8 +380,8 @@ static void summarize(struct samples *s, const struct perf_params *p,
 	}
 }
 
-static void record(struct samples *s, const struct perf_params *p,
-		   uint64_t iter, int64_t ns)
+static __hot void record(struct samples *s, const struct perf_params *p,
+			 uint64_t iter, int64_t ns)
 {
 	if (iter >= p->warmup)
 		s->ns[iter - p->warmup] = ns;
@@ -591,8 +591,8 @@ static int client_windowed(struct perf *pf, const struct perf_params *p,
  * posting it, while the client works on the answer, as perftest does; not
  * between an arrival and the answer to it.
  */
-static int pingpong(struct perf *pf, const struct perf_params *p,
-		    enum side me, struct samples *s)
+static __hot int pingpong(struct perf *pf, const struct perf_params *p,
+			  enum side me, struct samples *s)
 {
 	enum side peer = me == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
 	uint64_t i, total = p->warmup + p->iters;
