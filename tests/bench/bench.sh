@@ -23,8 +23,9 @@
 # the header prints both so that a difference shows.
 #
 # Each pair runs BENCH_REPS times, alternating the tools so that both see
-# the same background load, and the medians are compared. Ratios are
-# printed, never asserted: `RATIO <name> <value> <target>`.
+# the same background load; the ratio is the median of the pairs' ratios
+# (stats.sh). Ratios are printed, never asserted:
+# `RATIO <name> <value> <target>`.
 set -eu
 
 HMCPERF=${HMCPERF:-build/tools/hmcperf}

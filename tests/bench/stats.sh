@@ -13,15 +13,34 @@ json_field() {	# json_field FILE KEY: the first number after "KEY":
 	sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1" | head -n 1
 }
 
+# pair_ratios "OURS..." "THEIRS...": ours[i] / theirs[i] for each i, or
+# nothing if the lists differ in length or a reference value is not > 0.
+pair_ratios() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		n = split(a, x, " "); m = split(b, y, " ")
+		if (n != m || n == 0) exit
+		for (i = 1; i <= n; i++) if (!(y[i] > 0)) exit
+		for (i = 1; i <= n; i++) printf "%.3f ", x[i] / y[i] }'
+}
+
 # report NAME "OURS..." "THEIRS..." TARGET UNIT WHAT: both medians, and
-# `RATIO NAME <ours/theirs> TARGET` appended to $RATIOS for the end.
+# `RATIO NAME <ours/theirs> TARGET` appended to $RATIOS for the end. The
+# runs alternate, ours then theirs, so the i-th of each ran side by side:
+# the ratio is the median of the pairs' ratios. A shared machine drifts
+# across a series (both tools' 1 MiB runs went from 20 to 35 MB/s in one
+# guest run), and the ratio of the two medians then depends on where each
+# series' middle fell; it is printed too.
 report() {
 	mo=$(median $2)
 	mt=$(median $3)
-	ratio=$(awk -v a="$mo" -v b="$mt" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
+	of_medians=$(awk -v a="$mo" -v b="$mt" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
+	pairs=$(pair_ratios "$2" "$3")
+	ratio=nan
+	[ -n "$pairs" ] && ratio=$(median $pairs)
 	printf '%-22s %s\n' "$1" "$6"
 	printf '  %-10s %10s %s   runs:%s\n' hmcperf "$mo" "$5" "$2"
 	printf '  %-10s %10s %s   runs:%s\n' reference "$mt" "$5" "$3"
+	printf '  %-10s %10s (ratio of the medians %s)   pairs: %s\n' ratio "$ratio" "$of_medians" "$pairs"
 	RATIOS="${RATIOS}RATIO $1 $ratio $4
 "
 }

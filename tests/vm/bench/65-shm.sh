@@ -11,8 +11,9 @@
 # between two buffers of the same size; UCX moves user memory on one host
 # through its shared-memory transport (RMA emulated with active messages;
 # cma beside it). Same sizes, iterations and window; each pair runs REPS
-# times, alternating, and the medians are compared. Ratios are printed, not
-# asserted: `RATIO <name> <ours/theirs> <target>`.
+# times, alternating; the ratio is the median of the pairs' ratios
+# (stats.sh). Ratios are printed, not asserted:
+# `RATIO <name> <ours/theirs> <target>`.
 set -u
 
 HMCPERF=$HMC_BUILD/tools/hmcperf

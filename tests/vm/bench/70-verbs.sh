@@ -16,8 +16,9 @@
 # until the next tick (4 ms), and two processes that the scheduler put on
 # one CPU take turns by ticks, which made single runs 100 times slower at
 # random. Soft-RoCE under TCG stays noisy: every pair runs REPS times,
-# alternating the tools, and the medians are compared. Ratios are printed,
-# not asserted: `RATIO <name> <ours/theirs> <target>`.
+# alternating the tools; the ratio is the median of the pairs' ratios
+# (stats.sh). Ratios are printed, not asserted:
+# `RATIO <name> <ours/theirs> <target>`.
 set -u
 
 HMCPERF=$HMC_BUILD/tools/hmcperf
