@@ -746,6 +746,7 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o))
 		return 2;
+	perf_clock_init();
 	switch (o.mode) {
 	case MODE_SERVER:
 		rc = run_server(&o, -1);

@@ -107,6 +107,9 @@ int perf_send(struct perf *pf, enum tag_kind kind, uint64_t arg);
 /* Milliseconds left in the running test (at least 1). */
 int perf_left_ms(const struct perf *pf);
 
+/* Scale the TSC when the kernel's clock reads it (hmcperf_clock.c). */
+void perf_clock_init(void);
+/* Monotonic nanoseconds. */
 int64_t perf_now_ns(void);
 
 #endif

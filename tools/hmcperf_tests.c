@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hmcperf.h"
 
@@ -82,14 +81,6 @@ size_t perf_slots(const struct perf_params *p)
 	if (p->test == PERF_GET_LAT || !p->validate)
 		return 1;
 	return p->window;
-}
-
-__hot int64_t perf_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int perf_left_ms(const struct perf *pf)
