@@ -24,7 +24,7 @@ set -u
 HMCPERF=$HMC_BUILD/tools/hmcperf
 DEV=${HMC_RXE_DEV:-rxe0}
 IP=${HMC_RXE_IP:-10.99.0.1}
-REPS=${VERBS_BENCH_REPS:-9}
+REPS=${VERBS_BENCH_REPS:-11}	# single pairs spread 0.77-1.4; as on the host
 WINDOW=32			# -O for hmcperf, -t (tx depth) for perftest
 LAT_ITERS=5000
 PORT=18515
