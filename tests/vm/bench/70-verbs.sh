@@ -20,7 +20,7 @@
 # (stats.sh). Single pairs' ratios spread by about 17% (0.65-1.44 in one
 # run), so the median of 11 moved by about 6% from run to run and one of
 # the seven ratios would often cross its target by chance: 21 pairs, about
-# 16 minutes. Ratios are printed, not asserted:
+# 15 minutes. Ratios are printed, not asserted:
 # `RATIO <name> <ours/theirs> <target>`.
 set -u
 
