@@ -24,7 +24,7 @@
 # ratio is the median of the pairs' ratios (stats.sh). With 21 pairs the
 # median moved by about 6% from run to run (4 KiB put_bw 0.876 in one
 # make bench, 0.984 over 30 such pairs right after), so one of the seven
-# ratios would often cross its target by chance: 31 pairs, about 31
+# ratios would often cross its target by chance: 31 pairs, about 27
 # minutes. Ratios are printed, not asserted:
 # `RATIO <name> <ours/theirs> <target>`.
 set -u
