@@ -25,7 +25,7 @@ pair_ratios() {
 
 # report NAME "OURS..." "THEIRS..." TARGET UNIT WHAT: both medians, and
 # `RATIO NAME <ours/theirs> TARGET` appended to $RATIOS for the end. The
-# runs alternate, ours then theirs, so the i-th of each ran side by side:
+# callers run the tools in turn, so the i-th of each ran side by side:
 # the ratio is the median of the pairs' ratios. A shared machine drifts
 # across a series (both tools' 1 MiB runs went from 20 to 35 MB/s in one
 # guest run), and the ratio of the two medians then depends on where each
