@@ -233,6 +233,11 @@ void peer_close(struct hmc_comm *c, struct peer *p, int err, unsigned int flags)
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
+	/*
+	 * Ours until the end: once it is PEER_DOWN, a connect to its rank
+	 * may replace it and drop the table's reference under us.
+	 */
+	peer_get(p);
 	if (!graceful && p->watched && p->state == PEER_CONNECTED) {
 		pthread_mutex_unlock(&c->lock);
 		/*
@@ -276,6 +281,7 @@ void peer_close(struct hmc_comm *c, struct peer *p, int err, unsigned int flags)
 	comm_broadcast(c);
 	if (remove)
 		peer_put(p);	/* the table's reference */
+	peer_put(p);
 }
 
 int peer_reap_failed(struct hmc_comm *c)
