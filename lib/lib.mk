@@ -55,3 +55,9 @@ install-lib: lib
 	ln -sf $(LIBHMC_SONAME) $(DESTDIR)$(PREFIX)/lib/libhmc.so
 	install -m 644 $(LIBHMC_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(HMC_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+# lib/'s folders are layers: no include goes up, none goes round.
+.PHONY: check-layers
+_test: check-layers
+check-layers:
+	@scripts/check-layers
