@@ -73,6 +73,20 @@ static void __init hmc_check_abi(void)
 	BUILD_BUG_ON(sizeof(struct hmc_sg_entry) != 16);
 	BUILD_BUG_ON(sizeof(struct hmc_peer_state) != 104);
 	BUILD_BUG_ON(HMC_STAT_COUNT != 15);
+	/* Each command's struct is at least as long as its first version. */
+	BUILD_BUG_ON(HMC_VERSION_SIZE_VER0 > sizeof(struct hmc_version));
+	BUILD_BUG_ON(HMC_BUF_ALLOC_SIZE_VER0 > sizeof(struct hmc_buf_alloc));
+	BUILD_BUG_ON(HMC_BUF_PIN_SIZE_VER0 > sizeof(struct hmc_buf_pin));
+	BUILD_BUG_ON(HMC_BUF_FREE_SIZE_VER0 > sizeof(struct hmc_buf_free));
+	BUILD_BUG_ON(HMC_BUF_INFO_SIZE_VER0 > sizeof(struct hmc_buf_info));
+	BUILD_BUG_ON(HMC_STATS_SIZE_VER0 > sizeof(struct hmc_stats));
+	BUILD_BUG_ON(HMC_BUF_EXPORT_SIZE_VER0 > sizeof(struct hmc_buf_export));
+	BUILD_BUG_ON(HMC_PEER_IMPORT_SIZE_VER0 >
+		     sizeof(struct hmc_peer_import));
+	BUILD_BUG_ON(HMC_PEER_RELEASE_SIZE_VER0 >
+		     sizeof(struct hmc_peer_release));
+	BUILD_BUG_ON(HMC_PEER_INFO_SIZE_VER0 > sizeof(struct hmc_peer_info));
+	BUILD_BUG_ON(HMC_PEER_STATE_SIZE_VER0 > sizeof(struct hmc_peer_state));
 	BUILD_BUG_ON(HMC_MMAP_SHIFT <= PAGE_SHIFT);
 	BUILD_BUG_ON((u64)HMC_HANDLE_MAX << HMC_MMAP_SHIFT >= HMC_MMAP_IMPORT);
 }
