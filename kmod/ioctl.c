@@ -9,6 +9,7 @@
  * tail cleared. Direction bits must match the published command.
  */
 #include <linux/fs.h>
+#include <linux/nospec.h>
 #include <linux/uaccess.h>
 
 #include "hmc.h"
@@ -76,6 +77,8 @@ static int hmc_ioctl_dispatch(struct hmc_ctx *ctx, unsigned int cmd,
 		return ret;
 	if (_IOC_TYPE(cmd) != HMC_IOC_MAGIC || nr >= ARRAY_SIZE(hmc_ioctls))
 		return -ENOTTY;
+	/* A user-chosen index: no speculative load past the table. */
+	nr = array_index_nospec(nr, ARRAY_SIZE(hmc_ioctls));
 	desc = &hmc_ioctls[nr];
 	if (!desc->fn || _IOC_DIR(cmd) != _IOC_DIR(desc->cmd))
 		return -ENOTTY;

@@ -15,6 +15,16 @@
 
 #include "hmc.h"
 
+/*
+ * mmap offsets carry the handle from bit HMC_MMAP_SHIFT (40) up to
+ * HMC_MMAP_IMPORT (bit 62), in unsigned long page offsets and u64 results
+ * alike: a 32-bit kernel cannot express them (Kconfig's "depends on 64BIT";
+ * dkms.conf's BUILD_EXCLUSIVE_CONFIG skips such kernels).
+ */
+#ifndef CONFIG_64BIT
+#error "hmc.ko needs a 64-bit kernel (CONFIG_64BIT): mmap offsets use bits 40 to 62"
+#endif
+
 static int hmc_open(struct inode *inode, struct file *file)
 {
 	struct hmc_ctx *ctx;
