@@ -588,6 +588,188 @@ void shmem_set_lock(long *lock);
 void shmem_clear_lock(long *lock);
 int shmem_test_lock(long *lock);
 
+/* ----------------------------------------------------------------------
+ * C11 generic bindings: shmem_put(dest, source, nelems, pe) and the other
+ * type-generic names, with an optional leading context for RMA and AMOs.
+ * Dispatch is on the standard C types (the intN_t and size_t routines are
+ * the same types under other names); an unsupported type fails to build.
+ */
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && \
+	__STDC_VERSION__ >= 201112L && !defined(HMC_SHMEM_NO_GENERIC)
+
+/* Declared, never defined: selecting it is a compile or link error. */
+void hmc_shmem_generic_unsupported(void);
+
+#define HMC_SHMEM_ARG1(a, ...)		a
+#define HMC_SHMEM_ARG2(a, b, ...)	b
+
+#define HMC_SHMEM_G_RMA(PFX, SFX)					\
+	char *: PFX##char##SFX, const char *: PFX##char##SFX,	\
+	signed char *: PFX##schar##SFX, const signed char *: PFX##schar##SFX,	\
+	short *: PFX##short##SFX, const short *: PFX##short##SFX,	\
+	int *: PFX##int##SFX, const int *: PFX##int##SFX,	\
+	long *: PFX##long##SFX, const long *: PFX##long##SFX,	\
+	long long *: PFX##longlong##SFX, const long long *: PFX##longlong##SFX,	\
+	unsigned char *: PFX##uchar##SFX, const unsigned char *: PFX##uchar##SFX,	\
+	unsigned short *: PFX##ushort##SFX, const unsigned short *: PFX##ushort##SFX,	\
+	unsigned int *: PFX##uint##SFX, const unsigned int *: PFX##uint##SFX,	\
+	unsigned long *: PFX##ulong##SFX, const unsigned long *: PFX##ulong##SFX,	\
+	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
+	float *: PFX##float##SFX, const float *: PFX##float##SFX,	\
+	double *: PFX##double##SFX, const double *: PFX##double##SFX,	\
+	long double *: PFX##longdouble##SFX, const long double *: PFX##longdouble##SFX,	\
+	default: hmc_shmem_generic_unsupported
+#define HMC_SHMEM_G_STD(PFX, SFX)					\
+	int *: PFX##int##SFX, const int *: PFX##int##SFX,	\
+	long *: PFX##long##SFX, const long *: PFX##long##SFX,	\
+	long long *: PFX##longlong##SFX, const long long *: PFX##longlong##SFX,	\
+	unsigned int *: PFX##uint##SFX, const unsigned int *: PFX##uint##SFX,	\
+	unsigned long *: PFX##ulong##SFX, const unsigned long *: PFX##ulong##SFX,	\
+	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
+	default: hmc_shmem_generic_unsupported
+#define HMC_SHMEM_G_EXT(PFX, SFX)					\
+	float *: PFX##float##SFX, const float *: PFX##float##SFX,	\
+	double *: PFX##double##SFX, const double *: PFX##double##SFX,	\
+	int *: PFX##int##SFX, const int *: PFX##int##SFX,	\
+	long *: PFX##long##SFX, const long *: PFX##long##SFX,	\
+	long long *: PFX##longlong##SFX, const long long *: PFX##longlong##SFX,	\
+	unsigned int *: PFX##uint##SFX, const unsigned int *: PFX##uint##SFX,	\
+	unsigned long *: PFX##ulong##SFX, const unsigned long *: PFX##ulong##SFX,	\
+	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
+	default: hmc_shmem_generic_unsupported
+#define HMC_SHMEM_G_BIT(PFX, SFX)					\
+	unsigned int *: PFX##uint##SFX, const unsigned int *: PFX##uint##SFX,	\
+	unsigned long *: PFX##ulong##SFX, const unsigned long *: PFX##ulong##SFX,	\
+	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
+	int *: PFX##int32##SFX, const int *: PFX##int32##SFX,	\
+	long *: PFX##int64##SFX, const long *: PFX##int64##SFX,	\
+	default: hmc_shmem_generic_unsupported
+#define HMC_SHMEM_G_P2P(PFX, SFX)					\
+	short *: PFX##short##SFX, const short *: PFX##short##SFX,	\
+	unsigned short *: PFX##ushort##SFX, const unsigned short *: PFX##ushort##SFX,	\
+	int *: PFX##int##SFX, const int *: PFX##int##SFX,	\
+	long *: PFX##long##SFX, const long *: PFX##long##SFX,	\
+	long long *: PFX##longlong##SFX, const long long *: PFX##longlong##SFX,	\
+	unsigned int *: PFX##uint##SFX, const unsigned int *: PFX##uint##SFX,	\
+	unsigned long *: PFX##ulong##SFX, const unsigned long *: PFX##ulong##SFX,	\
+	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
+	default: hmc_shmem_generic_unsupported
+#define HMC_SHMEM_G_RBIT(PFX, SFX)					\
+	unsigned char *: PFX##uchar##SFX, const unsigned char *: PFX##uchar##SFX,	\
+	unsigned short *: PFX##ushort##SFX, const unsigned short *: PFX##ushort##SFX,	\
+	unsigned int *: PFX##uint##SFX, const unsigned int *: PFX##uint##SFX,	\
+	unsigned long *: PFX##ulong##SFX, const unsigned long *: PFX##ulong##SFX,	\
+	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
+	signed char *: PFX##int8##SFX, const signed char *: PFX##int8##SFX,	\
+	short *: PFX##int16##SFX, const short *: PFX##int16##SFX,	\
+	int *: PFX##int32##SFX, const int *: PFX##int32##SFX,	\
+	long *: PFX##int64##SFX, const long *: PFX##int64##SFX,	\
+	default: hmc_shmem_generic_unsupported
+#define HMC_SHMEM_G_RMM(PFX, SFX)					\
+	char *: PFX##char##SFX, const char *: PFX##char##SFX,	\
+	signed char *: PFX##schar##SFX, const signed char *: PFX##schar##SFX,	\
+	short *: PFX##short##SFX, const short *: PFX##short##SFX,	\
+	int *: PFX##int##SFX, const int *: PFX##int##SFX,	\
+	long *: PFX##long##SFX, const long *: PFX##long##SFX,	\
+	long long *: PFX##longlong##SFX, const long long *: PFX##longlong##SFX,	\
+	unsigned char *: PFX##uchar##SFX, const unsigned char *: PFX##uchar##SFX,	\
+	unsigned short *: PFX##ushort##SFX, const unsigned short *: PFX##ushort##SFX,	\
+	unsigned int *: PFX##uint##SFX, const unsigned int *: PFX##uint##SFX,	\
+	unsigned long *: PFX##ulong##SFX, const unsigned long *: PFX##ulong##SFX,	\
+	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
+	float *: PFX##float##SFX, const float *: PFX##float##SFX,	\
+	double *: PFX##double##SFX, const double *: PFX##double##SFX,	\
+	long double *: PFX##longdouble##SFX, const long double *: PFX##longdouble##SFX,	\
+	default: hmc_shmem_generic_unsupported
+#define HMC_SHMEM_G_RAR(PFX, SFX)					\
+	char *: PFX##char##SFX, const char *: PFX##char##SFX,	\
+	signed char *: PFX##schar##SFX, const signed char *: PFX##schar##SFX,	\
+	short *: PFX##short##SFX, const short *: PFX##short##SFX,	\
+	int *: PFX##int##SFX, const int *: PFX##int##SFX,	\
+	long *: PFX##long##SFX, const long *: PFX##long##SFX,	\
+	long long *: PFX##longlong##SFX, const long long *: PFX##longlong##SFX,	\
+	unsigned char *: PFX##uchar##SFX, const unsigned char *: PFX##uchar##SFX,	\
+	unsigned short *: PFX##ushort##SFX, const unsigned short *: PFX##ushort##SFX,	\
+	unsigned int *: PFX##uint##SFX, const unsigned int *: PFX##uint##SFX,	\
+	unsigned long *: PFX##ulong##SFX, const unsigned long *: PFX##ulong##SFX,	\
+	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
+	float *: PFX##float##SFX, const float *: PFX##float##SFX,	\
+	double *: PFX##double##SFX, const double *: PFX##double##SFX,	\
+	long double *: PFX##longdouble##SFX, const long double *: PFX##longdouble##SFX,	\
+	double _Complex *: PFX##complexd##SFX, const double _Complex *: PFX##complexd##SFX,	\
+	float _Complex *: PFX##complexf##SFX, const float _Complex *: PFX##complexf##SFX,	\
+	default: hmc_shmem_generic_unsupported
+
+/* A leading shmem_ctx_t selects the shmem_ctx_ form, dispatched on the
+ * second argument; otherwise the first argument picks the type. */
+#define HMC_SHMEM_CTX_GENERIC(LIST, SFX, ...)				\
+	_Generic((HMC_SHMEM_ARG1(__VA_ARGS__, 0)),			\
+		 shmem_ctx_t: _Generic((HMC_SHMEM_ARG2(__VA_ARGS__, 0)), \
+				       HMC_SHMEM_G_##LIST(shmem_ctx_, SFX)), \
+		 default: _Generic((HMC_SHMEM_ARG1(__VA_ARGS__, 0)),	\
+				   HMC_SHMEM_G_##LIST(shmem_, SFX)))(__VA_ARGS__)
+
+#define shmem_put(...)	HMC_SHMEM_CTX_GENERIC(RMA, _put, __VA_ARGS__)
+#define shmem_get(...)	HMC_SHMEM_CTX_GENERIC(RMA, _get, __VA_ARGS__)
+#define shmem_p(...)	HMC_SHMEM_CTX_GENERIC(RMA, _p, __VA_ARGS__)
+#define shmem_g(...)	HMC_SHMEM_CTX_GENERIC(RMA, _g, __VA_ARGS__)
+#define shmem_iput(...)	HMC_SHMEM_CTX_GENERIC(RMA, _iput, __VA_ARGS__)
+#define shmem_iget(...)	HMC_SHMEM_CTX_GENERIC(RMA, _iget, __VA_ARGS__)
+#define shmem_put_nbi(...)	HMC_SHMEM_CTX_GENERIC(RMA, _put_nbi, __VA_ARGS__)
+#define shmem_get_nbi(...)	HMC_SHMEM_CTX_GENERIC(RMA, _get_nbi, __VA_ARGS__)
+#define shmem_put_signal(...)	HMC_SHMEM_CTX_GENERIC(RMA, _put_signal, __VA_ARGS__)
+#define shmem_put_signal_nbi(...)	HMC_SHMEM_CTX_GENERIC(RMA, _put_signal_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch(...)	HMC_SHMEM_CTX_GENERIC(EXT, _atomic_fetch, __VA_ARGS__)
+#define shmem_atomic_set(...)	HMC_SHMEM_CTX_GENERIC(EXT, _atomic_set, __VA_ARGS__)
+#define shmem_atomic_swap(...)	HMC_SHMEM_CTX_GENERIC(EXT, _atomic_swap, __VA_ARGS__)
+#define shmem_atomic_compare_swap(...)	HMC_SHMEM_CTX_GENERIC(STD, _atomic_compare_swap, __VA_ARGS__)
+#define shmem_atomic_fetch_inc(...)	HMC_SHMEM_CTX_GENERIC(STD, _atomic_fetch_inc, __VA_ARGS__)
+#define shmem_atomic_inc(...)	HMC_SHMEM_CTX_GENERIC(STD, _atomic_inc, __VA_ARGS__)
+#define shmem_atomic_fetch_add(...)	HMC_SHMEM_CTX_GENERIC(STD, _atomic_fetch_add, __VA_ARGS__)
+#define shmem_atomic_add(...)	HMC_SHMEM_CTX_GENERIC(STD, _atomic_add, __VA_ARGS__)
+#define shmem_atomic_fetch_and(...)	HMC_SHMEM_CTX_GENERIC(BIT, _atomic_fetch_and, __VA_ARGS__)
+#define shmem_atomic_and(...)	HMC_SHMEM_CTX_GENERIC(BIT, _atomic_and, __VA_ARGS__)
+#define shmem_atomic_fetch_or(...)	HMC_SHMEM_CTX_GENERIC(BIT, _atomic_fetch_or, __VA_ARGS__)
+#define shmem_atomic_or(...)	HMC_SHMEM_CTX_GENERIC(BIT, _atomic_or, __VA_ARGS__)
+#define shmem_atomic_fetch_xor(...)	HMC_SHMEM_CTX_GENERIC(BIT, _atomic_fetch_xor, __VA_ARGS__)
+#define shmem_atomic_xor(...)	HMC_SHMEM_CTX_GENERIC(BIT, _atomic_xor, __VA_ARGS__)
+#define shmem_atomic_fetch_nbi(...)	HMC_SHMEM_CTX_GENERIC(EXT, _atomic_fetch_nbi, __VA_ARGS__)
+#define shmem_atomic_swap_nbi(...)	HMC_SHMEM_CTX_GENERIC(EXT, _atomic_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_compare_swap_nbi(...)	HMC_SHMEM_CTX_GENERIC(STD, _atomic_compare_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_inc_nbi(...)	HMC_SHMEM_CTX_GENERIC(STD, _atomic_fetch_inc_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(...)	HMC_SHMEM_CTX_GENERIC(STD, _atomic_fetch_add_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_and_nbi(...)	HMC_SHMEM_CTX_GENERIC(BIT, _atomic_fetch_and_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_or_nbi(...)	HMC_SHMEM_CTX_GENERIC(BIT, _atomic_fetch_or_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_xor_nbi(...)	HMC_SHMEM_CTX_GENERIC(BIT, _atomic_fetch_xor_nbi, __VA_ARGS__)
+#define shmem_wait_until(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _wait_until))(ivars, __VA_ARGS__)
+#define shmem_wait_until_all(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _wait_until_all))(ivars, __VA_ARGS__)
+#define shmem_wait_until_any(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _wait_until_any))(ivars, __VA_ARGS__)
+#define shmem_wait_until_some(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _wait_until_some))(ivars, __VA_ARGS__)
+#define shmem_wait_until_all_vector(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _wait_until_all_vector))(ivars, __VA_ARGS__)
+#define shmem_wait_until_any_vector(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _wait_until_any_vector))(ivars, __VA_ARGS__)
+#define shmem_wait_until_some_vector(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _wait_until_some_vector))(ivars, __VA_ARGS__)
+#define shmem_test(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _test))(ivars, __VA_ARGS__)
+#define shmem_test_all(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _test_all))(ivars, __VA_ARGS__)
+#define shmem_test_any(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _test_any))(ivars, __VA_ARGS__)
+#define shmem_test_some(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _test_some))(ivars, __VA_ARGS__)
+#define shmem_test_all_vector(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _test_all_vector))(ivars, __VA_ARGS__)
+#define shmem_test_any_vector(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _test_any_vector))(ivars, __VA_ARGS__)
+#define shmem_test_some_vector(ivars, ...)	_Generic((ivars), HMC_SHMEM_G_P2P(shmem_, _test_some_vector))(ivars, __VA_ARGS__)
+#define shmem_broadcast(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RMA(shmem_, _broadcast))(team, dest, __VA_ARGS__)
+#define shmem_collect(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RMA(shmem_, _collect))(team, dest, __VA_ARGS__)
+#define shmem_fcollect(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RMA(shmem_, _fcollect))(team, dest, __VA_ARGS__)
+#define shmem_alltoall(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RMA(shmem_, _alltoall))(team, dest, __VA_ARGS__)
+#define shmem_alltoalls(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RMA(shmem_, _alltoalls))(team, dest, __VA_ARGS__)
+#define shmem_and_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RBIT(shmem_, _and_reduce))(team, dest, __VA_ARGS__)
+#define shmem_or_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RBIT(shmem_, _or_reduce))(team, dest, __VA_ARGS__)
+#define shmem_xor_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RBIT(shmem_, _xor_reduce))(team, dest, __VA_ARGS__)
+#define shmem_max_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RMM(shmem_, _max_reduce))(team, dest, __VA_ARGS__)
+#define shmem_min_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RMM(shmem_, _min_reduce))(team, dest, __VA_ARGS__)
+#define shmem_sum_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RAR(shmem_, _sum_reduce))(team, dest, __VA_ARGS__)
+#define shmem_prod_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RAR(shmem_, _prod_reduce))(team, dest, __VA_ARGS__)
+
+#endif /* C11 generics */
+
 #ifdef __cplusplus
 }
 #endif
