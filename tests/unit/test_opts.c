@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "opts.h"
+#include "sys/opts.h"
 #include "run_tcase.h"
 
 /* Version 1 ended at @a; version 2 added @b and reserves @r (must be 0). */
