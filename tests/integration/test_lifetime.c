@@ -22,7 +22,10 @@
  *          The listener must live on, the good client must never see an
  *          error, and the listener must close cleanly at the end.
  *
- *   test_lifetime abort|race|churn [-N NAME] [-t SECONDS] [-d DIALERS]
+ *   test_lifetime abort|race|churn [-N NAME] [-t SECONDS] [-d DIALERS] [-s SLOW]
+ *
+ * -s stretches churn's kill times for a slow machine (an emulated guest),
+ * where a dialer takes that much longer to reach each stage.
  *
  * The transport is HMC_TEST_TRANSPORT's (itest_transport()), for churn's
  * dialers and good client too. Not UCX over tcp for race and churn: where
@@ -64,6 +67,7 @@ struct cfg {
 	const char *name;
 	int seconds;		/* race, churn: how long the storm lasts */
 	int dialers;		/* churn: how many are killed */
+	int slow;		/* churn: kill times stretched this much */
 };
 
 /* ============================================================= abort */
@@ -853,9 +857,10 @@ static int run_churn(const struct cfg *cfg)
 			 */
 			w = (unsigned int)rng_range(&rng, 0, 2);
 			windows[w]++;
-			kill_at[slot] = now + (int64_t)(w == 0 ? rng_range(&rng, 0, 20) :
-						w == 1 ? rng_range(&rng, 20, 150) :
-						rng_range(&rng, 150, 600));
+			kill_at[slot] = now + cfg->slow *
+				(int64_t)(w == 0 ? rng_range(&rng, 0, 20) :
+					  w == 1 ? rng_range(&rng, 20, 150) :
+					  rng_range(&rng, 150, 600));
 			started++;
 		}
 		if (started == killed && (itest_now_ms() >= end ||
@@ -914,23 +919,26 @@ static int run_churn(const struct cfg *cfg)
 
 int main(int argc, char **argv)
 {
-	struct cfg cfg = { .name = NULL, .seconds = 10, .dialers = 200 };
+	struct cfg cfg = { .name = NULL, .seconds = 10, .dialers = 200,
+			   .slow = 1 };
 	const char *mode;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "N:t:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "N:t:d:s:")) != -1) {
 		switch (opt) {
 		case 'N': cfg.name = optarg; break;
 		case 't': cfg.seconds = atoi(optarg); break;
 		case 'd': cfg.dialers = atoi(optarg); break;
+		case 's': cfg.slow = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of %s\n",
 				__FILE__);
 			return 2;
 		}
 	}
-	if (optind != argc - 1 || cfg.seconds < 1 || cfg.dialers < 1) {
-		fprintf(stderr, "usage: test_lifetime abort|race|churn [-N NAME] [-t SECONDS] [-d DIALERS]\n");
+	if (optind != argc - 1 || cfg.seconds < 1 || cfg.dialers < 1 ||
+	    cfg.slow < 1) {
+		fprintf(stderr, "usage: test_lifetime abort|race|churn [-N NAME] [-t SECONDS] [-d DIALERS] [-s SLOW]\n");
 		return 2;
 	}
 	mode = argv[optind];

@@ -41,8 +41,8 @@ HMC_TEST_TRANSPORT=shm "$bin/test_faults" -N "shm faults" || rc=1
 uaf=(GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165)
 env "${uaf[@]}" HMC_TEST_TRANSPORT=shm "$bin/test_lifetime" race -t 10 \
 	-N "shm race" || rc=1
-env "${uaf[@]}" HMC_TEST_TRANSPORT=shm "$bin/test_lifetime" churn -t 60 \
-	-d 60 -N "shm churn" || rc=1
+env "${uaf[@]}" HMC_TEST_TRANSPORT=shm "$bin/test_lifetime" churn -t 90 \
+	-d 60 -s 10 -N "shm churn" || rc=1
 # One process mixing transports: shm to some peers, UCX to others.
 HMC_TEST_TRANSPORT=shm,ucx "$bin/test_comm" -n 3 -b $((2 << 20)) -m 500 \
 	-t 200 --kmod -N "shm+ucx mixed" || rc=1
