@@ -4,6 +4,9 @@
 #   make kmod         build hmc.ko against KDIR (Debian's 6.1, never the host's)
 #   make run          install dependencies, build, run the loopback demo
 #   make test         install dependencies, build, run every test (guest too)
+#   make check        build, run the host's unit and integration suites and
+#                     the layout and export checks: no installs, no DKMS, no
+#                     guest (the fast inner loop; prints each tier's time)
 #   make bench        install dependencies, build, print the RATIO lines
 #   make vm-test      the kernel tests in the QEMU guest
 #   make dkms-install register, build and install hmc.ko with DKMS for KVER
@@ -67,6 +70,16 @@ include tests/unit/unit.mk
 -include tests/kmod/kmod-tests.mk
 -include tests/buf-kmod/buf-kmod.mk
 -include tests/vm/vm.mk
+
+CHECK_TIERS	:= check-layers check-exports unit-test integration-test
+.PHONY: check
+check: all
+	@total=$$(date +%s); for t in $(CHECK_TIERS); do \
+		start=$$(date +%s); \
+		$(MAKE) --no-print-directory $$t; rc=$$?; \
+		echo "== check: $$t: $$(( $$(date +%s) - start )) s$$( [ $$rc = 0 ] || echo ', FAILED')"; \
+		[ $$rc = 0 ] || exit $$rc; \
+	done; echo "== check: all tiers passed in $$(( $$(date +%s) - total )) s"
 
 clean: kmod-clean
 	rm -rf $(O)
