@@ -62,6 +62,7 @@ include tests/unit/unit.mk
 -include tests/verbs/verbs.mk
 -include tests/bench/bench.mk
 -include tests/kmod/kmod-tests.mk
+-include tests/san/san.mk
 -include tests/buf-kmod/buf-kmod.mk
 -include tests/vm/vm.mk
 
