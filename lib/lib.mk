@@ -1,10 +1,12 @@
 # libhmc: shared (versioned soname, exported symbols listed in libhmc.map)
-# and static. Every lib/*.c is part of it.
+# and static. Every .c under lib/ is part of it; lib/'s folders are its
+# layers (README.md, "Layout") and sources name headers by folder
+# ("sys/log.h"), with lib/ itself on the include path.
 
 LIB_SO_MAJOR	:= 0
-LIB_SRCS	:= $(sort $(wildcard lib/*.c))
+LIB_SRCS	:= $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(O)/%.o)
-LIB_HDRS	:= $(wildcard lib/*.h) include/hmc/hmc.h uapi/linux/hmc.h
+LIB_HDRS	:= $(wildcard lib/*/*.h lib/*/*/*.h) include/hmc/hmc.h uapi/linux/hmc.h
 LIB_PKGS	:= ucx libkmod libcrypto libibverbs
 LIB_PKG_CFLAGS	:= $(shell pkg-config --cflags $(LIB_PKGS) 2>/dev/null)
 LIB_PKG_LIBS	:= $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null)
@@ -20,7 +22,7 @@ lib: $(LIBHMC_A) $(LIBHMC_SO) $(O)/lib/libhmc.so $(HMC_PC)
 
 $(O)/lib/%.o: lib/%.c $(LIB_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $(LIB_PKG_CFLAGS) \
+	$(CC) $(HMC_CPPFLAGS) -Ilib $(HMC_CFLAGS) $(CFLAGS) $(LIB_PKG_CFLAGS) \
 		-fPIC -c $< -o $@
 
 $(LIBHMC_A): $(LIB_OBJS)
