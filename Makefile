@@ -5,6 +5,7 @@
 #   make run          install dependencies, build, run the loopback demo
 #   make test         install dependencies, build, run every test (guest too)
 #   make bench        install dependencies, build, print the RATIO lines
+#   make fuzz         install dependencies, run each fuzzer FUZZ_SECONDS (300)
 #   make vm-test      the kernel tests in the QEMU guest
 #   make dkms-install register, build and install hmc.ko with DKMS for KVER
 #   make install      libhmc, its header, pkg-config file and tools
@@ -63,6 +64,7 @@ include tests/unit/unit.mk
 -include tests/bench/bench.mk
 -include tests/kmod/kmod-tests.mk
 -include tests/san/san.mk
+-include tests/fuzz/fuzz.mk
 -include tests/buf-kmod/buf-kmod.mk
 -include tests/vm/vm.mk
 
