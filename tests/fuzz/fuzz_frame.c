@@ -60,7 +60,7 @@ static void payload_round_trip(const struct frame_hdr *h, const uint8_t *p)
 	case FRAME_XPORT_ACK:
 		if (frame_decode_xport(p, h->len, &x))
 			return;
-		check(x.status <= 0);
+		check(x.status <= 0 && x.status >= -FRAME_MAX_ERRNO);
 		check(x.blob == p + FRAME_XPORT_HDR_LEN);
 		check(x.blob_len == h->len - FRAME_XPORT_HDR_LEN);
 		memcpy(out + FRAME_XPORT_HDR_LEN, x.blob, x.blob_len);
