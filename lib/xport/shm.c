@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/peer.h"
 #include "mem/buf.h"
-#include "core/comm.h"
 #include "sys/log.h"
 
 #define SHM_BLOB_MAGIC	0x484d4353u	/* "HMCS" */
