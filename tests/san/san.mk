@@ -16,7 +16,7 @@ ASAN_O		?= $(O)-asan
 TSAN_O		?= $(O)-tsan
 SAN_SUITES	+= unit-test integration-test
 # run.sh's case names (one bash pattern): the thread tests and the race stress
-TSAN_CASES	?= @(threads|race)*
+TSAN_CASES	?= @(threads|*-race)*
 
 ASAN_CFLAGS	:= -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 		   -fno-sanitize-recover=all
