@@ -45,10 +45,11 @@ $(FUZZ_O)/tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) \
 		-fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer $< \
 		-o $@ $(FUZZ_LIB) $(LIB_LIBS)
 
-# fuzz_run SECONDS: each harness in turn, its output in a log that is shown
-# in full only if it fails; then the wall time of the tier.
+# fuzz_run SECONDS: build, then each harness in turn, its output in a log
+# that is shown in full only if it fails; then the wall time of it all.
 define fuzz_run
 	@start=$$(date +%s); rc=0; \
+	$(MAKE) --no-print-directory fuzz-build || exit 1; \
 	for n in $(FUZZ_NAMES); do \
 		mkdir -p $(FUZZ_O)/corpus/$$n $(FUZZ_O)/crash; \
 		log=$(FUZZ_O)/fuzz_$$n.log; \
@@ -66,11 +67,10 @@ define fuzz_run
 endef
 
 _test: fuzz-test
-fuzz-test: $(FUZZ_PROGS)
+fuzz-test:
 	$(call fuzz_run,$(FUZZ_TEST_SECONDS))
 
 fuzz: deps
-	@$(MAKE) --no-print-directory fuzz-build
 	$(call fuzz_run,$(FUZZ_SECONDS))
 
 .PHONY: fuzz-clean
