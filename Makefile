@@ -8,6 +8,7 @@
 #                     the layout and export checks: no installs, no DKMS, no
 #                     guest (the fast inner loop; prints each tier's time)
 #   make bench        install dependencies, build, print the RATIO lines
+#   make fuzz         install dependencies, run each fuzzer FUZZ_SECONDS (300)
 #   make vm-test      the kernel tests in the QEMU guest
 #   make dkms-install register, build and install hmc.ko with DKMS for KVER
 #   make install      libhmc, its header, pkg-config file and tools
@@ -68,6 +69,8 @@ include tests/unit/unit.mk
 -include tests/verbs/verbs.mk
 -include tests/bench/bench.mk
 -include tests/kmod/kmod-tests.mk
+-include tests/san/san.mk
+-include tests/fuzz/fuzz.mk
 -include tests/buf-kmod/buf-kmod.mk
 -include tests/vm/vm.mk
 
