@@ -59,6 +59,7 @@ include lib/lib.mk
 include tests/unit/unit.mk
 -include tests/gpu/gpu.mk
 -include tests/integration/integration.mk
+-include tests/world/world.mk
 -include tests/verbs/verbs.mk
 -include tests/bench/bench.mk
 -include tests/kmod/kmod-tests.mk

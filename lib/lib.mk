@@ -1,12 +1,14 @@
 # libhmc: shared (versioned soname, exported symbols listed in libhmc.map)
-# and static. Every lib/*.c is part of it.
+# and static. Every lib/*.c and lib/world/*.c is part of it.
 
 LIB_SO_MAJOR	:= 0
-LIB_SRCS	:= $(sort $(wildcard lib/*.c))
+LIB_SRCS	:= $(sort $(wildcard lib/*.c lib/world/*.c))
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(O)/%.o)
-LIB_HDRS	:= $(wildcard lib/*.h) include/hmc/hmc.h uapi/linux/hmc.h
-LIB_PKGS	:= ucx libkmod libcrypto libibverbs
-LIB_PKG_CFLAGS	:= $(shell pkg-config --cflags $(LIB_PKGS) 2>/dev/null)
+LIB_HDRS	:= $(wildcard lib/*.h lib/world/*.h) include/hmc/hmc.h \
+		   include/hmc/world.h uapi/linux/hmc.h
+LIB_PKGS	:= ucx libkmod libcrypto libssl libibverbs
+# PMIx: headers only; libpmix is opened at run time (lib/world/pmix.c).
+LIB_PKG_CFLAGS	:= $(shell pkg-config --cflags $(LIB_PKGS) pmix 2>/dev/null)
 LIB_PKG_LIBS	:= $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS	:= $(LIB_PKG_LIBS) -ldl -lpthread
 LIBHMC_A	:= $(O)/lib/libhmc.a
@@ -46,7 +48,8 @@ install: install-lib
 install-lib: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/hmc \
 		$(DESTDIR)$(PREFIX)/include/linux $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 include/hmc/hmc.h $(DESTDIR)$(PREFIX)/include/hmc/
+	install -m 644 include/hmc/hmc.h include/hmc/world.h \
+		$(DESTDIR)$(PREFIX)/include/hmc/
 	install -m 644 uapi/linux/hmc.h $(DESTDIR)$(PREFIX)/include/linux/
 	install -m 755 $(LIBHMC_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libhmc.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(LIBHMC_SONAME)
