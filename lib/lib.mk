@@ -1,10 +1,12 @@
 # libhmc: shared (versioned soname, exported symbols listed in libhmc.map)
-# and static. Every lib/*.c and lib/world/*.c is part of it.
+# and static. Every .c under lib/ is part of it; lib/'s folders are its
+# layers (README.md, "Layout") and sources name headers by folder
+# ("sys/log.h"), with lib/ itself on the include path.
 
 LIB_SO_MAJOR	:= 0
-LIB_SRCS	:= $(sort $(wildcard lib/*.c lib/world/*.c))
+LIB_SRCS	:= $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(O)/%.o)
-LIB_HDRS	:= $(wildcard lib/*.h lib/world/*.h) include/hmc/hmc.h \
+LIB_HDRS	:= $(wildcard lib/*/*.h lib/*/*/*.h) include/hmc/hmc.h \
 		   include/hmc/world.h uapi/linux/hmc.h
 LIB_PKGS	:= ucx libkmod libcrypto libssl libibverbs
 # PMIx: headers only; libpmix is opened at run time (lib/world/pmix.c).
@@ -22,7 +24,7 @@ lib: $(LIBHMC_A) $(LIBHMC_SO) $(O)/lib/libhmc.so $(HMC_PC)
 
 $(O)/lib/%.o: lib/%.c $(LIB_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $(LIB_PKG_CFLAGS) \
+	$(CC) $(HMC_CPPFLAGS) -Ilib $(HMC_CFLAGS) $(CFLAGS) $(LIB_PKG_CFLAGS) \
 		-fPIC -c $< -o $@
 
 $(LIBHMC_A): $(LIB_OBJS)

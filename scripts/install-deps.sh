@@ -14,6 +14,8 @@ echo "install-deps: installing$missing" >&2
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q >/dev/null || $SUDO apt-get update
+$SUDO apt-get update -q -o DPkg::Lock::Timeout=600 >/dev/null ||
+	$SUDO apt-get update -o DPkg::Lock::Timeout=600
 # shellcheck disable=SC2086
-$SUDO apt-get install -y -q --no-install-recommends $missing >/dev/null
+$SUDO apt-get install -y -q --no-install-recommends \
+	-o DPkg::Lock::Timeout=600 $missing >/dev/null

@@ -29,9 +29,9 @@
 
 #include <openssl/rand.h>
 
-#include "../lib/util.h"
+#include "../lib/sys/util.h"
 #include "../lib/world/store.h"
-#include "../lib/world/tls.h"
+#include "../lib/wire/tls.h"
 
 #define KILL_GRACE_MS	2000
 

@@ -14,13 +14,13 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "../log.h"
-#include "../sock.h"
-#include "../util.h"
-#include "client.h"
-#include "proto.h"
-#include "store.h"
-#include "tls.h"
+#include "sys/log.h"
+#include "wire/sock.h"
+#include "sys/util.h"
+#include "world/client.h"
+#include "world/proto.h"
+#include "world/store.h"
+#include "wire/tls.h"
 
 struct store_cli {
 	pthread_mutex_t lock;

@@ -13,8 +13,8 @@
 
 #include <pmix.h>
 
-#include "../log.h"
-#include "boot.h"
+#include "sys/log.h"
+#include "world/boot.h"
 
 #define PMIX_LIB	"libpmix.so.2"
 #define STORE_KEY	"hmc.world.store"

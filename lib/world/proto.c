@@ -6,8 +6,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "../util.h"
-#include "proto.h"
+#include "sys/util.h"
+#include "world/proto.h"
 
 int wp_mac(const void *secret, size_t secret_len, enum wp_side side,
 	   const uint8_t cnonce[WP_NONCE_LEN],

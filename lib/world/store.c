@@ -32,12 +32,12 @@
 
 #include <openssl/rand.h>
 
-#include "../log.h"
-#include "../sock.h"
-#include "../util.h"
-#include "proto.h"
-#include "store.h"
-#include "tls.h"
+#include "sys/log.h"
+#include "wire/sock.h"
+#include "sys/util.h"
+#include "world/proto.h"
+#include "world/store.h"
+#include "wire/tls.h"
 
 enum slot_state {
 	SLOT_EMPTY,

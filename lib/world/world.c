@@ -18,14 +18,14 @@
 
 #include <hmc/world.h>
 
-#include "../log.h"
-#include "../sock.h"
-#include "../util.h"
-#include "boot.h"
-#include "client.h"
-#include "proto.h"
-#include "store.h"
-#include "tls.h"
+#include "sys/log.h"
+#include "wire/sock.h"
+#include "sys/util.h"
+#include "world/boot.h"
+#include "world/client.h"
+#include "world/proto.h"
+#include "world/store.h"
+#include "wire/tls.h"
 
 #define DEFAULT_BUF_SIZE	(4u << 20)
 #define DEFAULT_TIMEOUT_MS	60000

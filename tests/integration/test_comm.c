@@ -41,7 +41,7 @@
 
 #include <hmc/hmc.h>
 
-#include "devhmc.h"
+#include "mem/devhmc.h"
 #include "itest.h"
 
 #define OP_TIMEOUT_MS	20000

@@ -22,8 +22,8 @@
 
 #include <hmc/hmc.h>
 
-#include "buf.h"
-#include "opts.h"
+#include "mem/buf.h"
+#include "sys/opts.h"
 #include "pattern.h"
 #include "run_tcase.h"
 

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "frame.h"
+#include "core/comm.h"
+#include "wire/frame.h"
 #include "pattern.h"
 #include "run_tcase.h"
 

@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "log.h"
+#include "sys/log.h"
 
 static struct {
 	pthread_once_t once;

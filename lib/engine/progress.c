@@ -21,8 +21,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "log.h"
+#include "core/comm.h"
+#include "sys/log.h"
 
 #define PARK_NS		(5 * 1000000LL)	/* the thread idles this long after a caller */
 #define SLICE_MS	100		/* longest sleep of a caller holding the lock */

@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "comm.h"
-#include "devhmc.h"
-#include "log.h"
-#include "opts.h"
-#include "sock.h"
+#include "mem/buf.h"
+#include "core/comm.h"
+#include "mem/devhmc.h"
+#include "sys/log.h"
+#include "sys/opts.h"
+#include "wire/sock.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS	10000
 #define DEFAULT_OP_TIMEOUT_MS		30000

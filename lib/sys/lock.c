@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lock.h"
+#include "sys/lock.h"
 
 /* Lock @m, whose state was @seen (not 0): mark it contended and sleep. */
 void futex_mutex_wait(struct futex_mutex *m, uint32_t seen)

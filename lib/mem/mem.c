@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "mem.h"
+#include "sys/log.h"
+#include "mem/mem.h"
 
 /*
  * Error codes that the CUDA driver API (CUDA_ERROR_*) and the HIP runtime

@@ -15,8 +15,8 @@
 
 #include <hmc/hmc.h>
 
-#include "lock.h"
-#include "util.h"
+#include "sys/lock.h"
+#include "sys/util.h"
 
 struct peer;
 

@@ -39,7 +39,7 @@
 
 #include <hmc/hmc.h>
 
-#include "req.h"
+#include "core/req.h"
 
 struct hmc_comm;
 struct peer;

@@ -2,7 +2,7 @@
 /*
  * Verbs transport internals shared by its two files: xport_verbs_dev.c
  * finds the device, port and GID and registers the ConnBuffer;
- * xport_verbs.c runs the queue pairs.
+ * verbs.c runs the queue pairs.
  */
 #ifndef HMC_LIB_XPORT_VERBS_H
 #define HMC_LIB_XPORT_VERBS_H
@@ -14,7 +14,7 @@
 
 #include <hmc/hmc.h>
 
-#include "util.h"
+#include "sys/util.h"
 
 /* The port we talk through, as the peer needs to know it. */
 struct vb_port {

@@ -9,9 +9,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "../log.h"
-#include "../util.h"
-#include "tls.h"
+#include "sys/log.h"
+#include "sys/util.h"
+#include "wire/tls.h"
 
 struct tls_ctx {
 	SSL_CTX *ssl_ctx;

@@ -6,8 +6,8 @@
  * certificate signed by that CA, so host names are not checked (ranks
  * move between hosts and are often named by address).
  */
-#ifndef HMC_LIB_WORLD_TLS_H
-#define HMC_LIB_WORLD_TLS_H
+#ifndef HMC_LIB_WIRE_TLS_H
+#define HMC_LIB_WIRE_TLS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -23,12 +23,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "devhmc.h"
-#include "log.h"
-#include "mem.h"
-#include "opts.h"
-#include "util.h"
+#include "mem/buf.h"
+#include "mem/devhmc.h"
+#include "sys/log.h"
+#include "mem/mem.h"
+#include "sys/opts.h"
+#include "sys/util.h"
 
 #define BUF_FLAGS	(HMC_BUF_F_REQUIRE_KMOD | HMC_BUF_F_NO_KMOD | \
 			 HMC_BUF_F_NUMA)

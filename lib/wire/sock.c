@@ -13,9 +13,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "sock.h"
-#include "util.h"
+#include "sys/log.h"
+#include "wire/sock.h"
+#include "sys/util.h"
 
 static int set_nodelay(int fd)
 {

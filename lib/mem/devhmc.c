@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devhmc.h"
-#include "log.h"
+#include "mem/devhmc.h"
+#include "sys/log.h"
 
 #define DEVHMC_NODE_WAIT_MS	1000
 #define DEVHMC_NODE_POLL_MS	10

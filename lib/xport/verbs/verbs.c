@@ -67,11 +67,11 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "comm.h"
-#include "lock.h"
-#include "log.h"
-#include "xport_verbs.h"
+#include "mem/buf.h"
+#include "core/comm.h"
+#include "sys/lock.h"
+#include "sys/log.h"
+#include "xport/verbs/verbs.h"
 
 /*
  * Queue pair attributes, chosen on purpose:

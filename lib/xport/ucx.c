@@ -39,8 +39,8 @@
 #include <ucp/api/ucp.h>
 #include <ucs/debug/log_def.h>
 
-#include "comm.h"
-#include "log.h"
+#include "core/comm.h"
+#include "sys/log.h"
 
 #define UCX_PROGRESS_BATCH	64
 #define UCX_CLOSE_SPIN_NS	(100 * 1000)

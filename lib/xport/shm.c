@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "comm.h"
-#include "log.h"
+#include "mem/buf.h"
+#include "core/comm.h"
+#include "sys/log.h"
 
 #define SHM_BLOB_MAGIC	0x484d4353u	/* "HMCS" */
 #define SHM_BLOB_LEN	16		/* be32 magic, be32 0, be64 size */

@@ -21,11 +21,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "comm.h"
-#include "devhmc.h"
-#include "log.h"
-#include "sock.h"
+#include "wire/auth.h"
+#include "core/comm.h"
+#include "mem/devhmc.h"
+#include "sys/log.h"
+#include "wire/sock.h"
 
 #define RX_MIN		4096u
 #define TAGS_MAX	(1u << 20)	/* unread tags per peer before we call it a flood */

@@ -25,12 +25,12 @@
 #include <hmc/hmc.h>
 #include <linux/hmc.h>
 
-#include "frame.h"
-#include "lock.h"
-#include "req.h"
-#include "sock.h"
-#include "util.h"
-#include "xport.h"
+#include "wire/frame.h"
+#include "sys/lock.h"
+#include "core/req.h"
+#include "wire/sock.h"
+#include "sys/util.h"
+#include "core/xport.h"
 
 #define XPORT_SLOTS	(HMC_TRANSPORT_SHM + 1)
 

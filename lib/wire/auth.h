@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame.h"
+#include "wire/frame.h"
 
 enum auth_role {
 	AUTH_ROLE_DIALER,

@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "log.h"
-#include "xport_verbs.h"
+#include "mem/buf.h"
+#include "sys/log.h"
+#include "xport/verbs/verbs.h"
 
 /* HMC_IB_DEV=dev[:port]: 1 with @name (and @port, 0 if absent), 0 if unset. */
 static int parse_env(char *name, size_t cap, uint8_t *port)

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "opts.h"
+#include "sys/opts.h"
 
 int opts_load(void *dst, size_t dst_size, const void *src, size_t min_size)
 {

@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "frame.h"
-#include "util.h"
+#include "wire/frame.h"
+#include "sys/util.h"
 
 /* Payload length bounds per type: [min, max]. */
 static const struct {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
-#include "req.h"
+#include "core/comm.h"
+#include "core/req.h"
 
 #define REQ_CHUNK	1024u
 #define REQ_MAX_SLOTS	(1u << 24)
