@@ -17,3 +17,25 @@ $(WORLD_TEST): tests/world/world_test.c tests/unit/pattern.h \
 _test: world-test
 world-test: $(WORLD_TEST) $(HMCRUN)
 	@O=$(O) tests/world/run.sh
+
+# make bench: world start-up and a 64 B allgather against Open MPI
+# (tests/bench/world_bench.sh). Explicit rules: bench.mk's pattern rule
+# builds its programs without libhmc.
+WORLD_BENCH	:= $(O)/tests/bench/world_bench
+MPI_WORLD	:= $(O)/tests/bench/mpi_world
+
+all: $(WORLD_BENCH) $(MPI_WORLD)
+
+$(WORLD_BENCH): tests/bench/world_bench.c include/hmc/world.h $(LIBHMC_A)
+	@mkdir -p $(@D)
+	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $< -o $@ $(LIBHMC_A) \
+		$(LIB_LIBS)
+
+$(MPI_WORLD): tests/bench/mpi_world.c
+	@mkdir -p $(@D)
+	mpicc $(CFLAGS) $< -o $@
+
+.PHONY: bench-world
+_bench: bench-world
+bench-world: $(WORLD_BENCH) $(MPI_WORLD) $(HMCRUN)
+	@O=$(O) tests/bench/world_bench.sh
