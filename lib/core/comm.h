@@ -26,6 +26,7 @@
 #include <linux/hmc.h>
 
 #include "wire/frame.h"
+#include "wire/tls.h"
 #include "sys/lock.h"
 #include "core/req.h"
 #include "wire/sock.h"
@@ -57,6 +58,8 @@ enum conn_hs {
 struct conn {
 	int fd;
 	bool is_unix;
+	bool tls_hs;			/* listener: TLS handshake under way */
+	struct stream *tls;		/* TLS 1.3 over fd, or NULL */
 	bool in_epoll;
 	struct psrc src;
 	pthread_mutex_t tx_lock;
@@ -143,6 +146,8 @@ struct hmc_comm {
 	int op_timeout_ms;
 	uint8_t *secret;
 	size_t secret_len;
+	/* HMC_TLS_* or the options: every control connection is TLS 1.3. */
+	struct tls_ctx *tls_srv, *tls_cli;
 	int report_fd;			/* /dev/hmc for PEER_STATE, or -1 */
 	uint32_t num_chs;		/* verbs options */
 	char *ib_dev;
@@ -232,6 +237,11 @@ int comm_xport(struct hmc_comm *c, enum hmc_transport type,
 /* ---- control connections (ctrl.c) */
 struct conn *conn_new(int fd, bool is_unix);
 void conn_free(struct conn *cn);
+/*
+ * Run TLS over @cn from now (the handshake is the caller's): 0 or -errno,
+ * after which @cn's socket is closed (conn_free() still frees @cn).
+ */
+int conn_start_tls(struct conn *cn, struct tls_ctx *ctx, bool server);
 int conn_send(struct conn *cn, enum frame_type type, const void *payload,
 	      uint32_t len, int64_t deadline);
 /* The same, passing @fd along (FRAME_F_FD) unless it is negative. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Plain and TLS 1.3 streams over non-blocking sockets (see tls.h). */
 #include <errno.h>
+#include <stdint.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -105,23 +106,92 @@ int tls_ctx_from_env(const char *cert, const char *key, const char *ca,
 	return tls_ctx_create(cert, key, ca, server, ctx);
 }
 
+/*
+ * OpenSSL's socket BIO writes with write(), which raises SIGPIPE on a
+ * connection the peer closed; libhmc installs no handlers, so its sockets
+ * go through this BIO, which sends with MSG_NOSIGNAL.
+ */
+static BIO_METHOD *nosig_method;
+static pthread_once_t nosig_once = PTHREAD_ONCE_INIT;
+
+static int nosig_fd(BIO *b)
+{
+	return (int)(intptr_t)BIO_get_data(b);
+}
+
+static int nosig_write(BIO *b, const char *buf, int len)
+{
+	ssize_t n = send(nosig_fd(b), buf, (size_t)len, MSG_NOSIGNAL);
+
+	BIO_clear_retry_flags(b);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		BIO_set_retry_write(b);
+	return (int)n;
+}
+
+static int nosig_read(BIO *b, char *buf, int len)
+{
+	ssize_t n = recv(nosig_fd(b), buf, (size_t)len, 0);
+
+	BIO_clear_retry_flags(b);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		BIO_set_retry_read(b);
+	return (int)n;
+}
+
+static long nosig_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int nosig_create(BIO *b)
+{
+	BIO_set_init(b, 1);
+	return 1;
+}
+
+static void nosig_init(void)
+{
+	BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
+				     "hmc socket");
+
+	if (!m || !BIO_meth_set_write(m, nosig_write) ||
+	    !BIO_meth_set_read(m, nosig_read) ||
+	    !BIO_meth_set_ctrl(m, nosig_ctrl) ||
+	    !BIO_meth_set_create(m, nosig_create)) {
+		BIO_meth_free(m);
+		return;
+	}
+	nosig_method = m;
+}
+
 int stream_init(struct stream *s, int fd, struct tls_ctx *ctx, bool server)
 {
 	SSL *ssl;
+	BIO *bio = NULL;
 
 	s->fd = fd;
 	s->ssl = NULL;
 	s->want = POLLIN;
 	s->server = server;
+	pthread_mutex_init(&s->lock, NULL);
 	if (!ctx)
 		return 0;
+	pthread_once(&nosig_once, nosig_init);
 	ssl = SSL_new(ctx->ssl_ctx);
-	if (!ssl || SSL_set_fd(ssl, fd) != 1) {
+	if (ssl && nosig_method)
+		bio = BIO_new(nosig_method);
+	if (bio)
+		BIO_set_data(bio, (void *)(intptr_t)fd);
+	if (!ssl || !bio) {
+		BIO_free(bio);
 		SSL_free(ssl);
 		close(fd);
 		s->fd = -1;
+		pthread_mutex_destroy(&s->lock);
 		return -ENOMEM;
 	}
+	SSL_set_bio(ssl, bio, bio);
 	if (server)
 		SSL_set_accept_state(ssl);
 	else
@@ -140,6 +210,7 @@ void stream_close(struct stream *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
+	pthread_mutex_destroy(&s->lock);
 }
 
 /* Map an OpenSSL result to -EAGAIN (setting s->want) or an errno. */
@@ -185,11 +256,12 @@ int stream_handshake(struct stream *s)
 
 	if (!s->ssl)
 		return 0;
+	pthread_mutex_lock(&s->lock);
 	ERR_clear_error();
 	ret = SSL_do_handshake(s->ssl);
-	if (ret == 1)
-		return 0;
-	return ssl_result(s, ret, "handshake");
+	ret = ret == 1 ? 0 : ssl_result(s, ret, "handshake");
+	pthread_mutex_unlock(&s->lock);
+	return ret;
 }
 
 ssize_t stream_read(struct stream *s, void *buf, size_t len)
@@ -210,11 +282,12 @@ ssize_t stream_read(struct stream *s, void *buf, size_t len)
 		}
 		return -errno;
 	}
+	pthread_mutex_lock(&s->lock);
 	ERR_clear_error();
 	ret = SSL_read_ex(s->ssl, buf, len, &got);
-	if (ret == 1)
-		return (ssize_t)got;
-	return ssl_result(s, ret, "read");
+	n = ret == 1 ? (ssize_t)got : ssl_result(s, ret, "read");
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 ssize_t stream_write(struct stream *s, const void *buf, size_t len)
@@ -233,32 +306,48 @@ ssize_t stream_write(struct stream *s, const void *buf, size_t len)
 		}
 		return -errno;
 	}
+	pthread_mutex_lock(&s->lock);
 	ERR_clear_error();
 	ret = SSL_write_ex(s->ssl, buf, len, &put);
-	if (ret == 1)
-		return (ssize_t)put;
-	return ssl_result(s, ret, "write");
+	n = ret == 1 ? (ssize_t)put : ssl_result(s, ret, "write");
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
-bool stream_pending(const struct stream *s)
+bool stream_pending(struct stream *s)
 {
-	return s->ssl && SSL_pending(s->ssl) > 0;
+	bool p;
+
+	if (!s->ssl)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	p = SSL_pending(s->ssl) > 0;
+	pthread_mutex_unlock(&s->lock);
+	return p;
 }
 
-static int stream_wait(struct stream *s, int64_t deadline)
-{
-	struct pollfd pfd = { .fd = s->fd, .events = s->want };
-	int rc;
+/*
+ * Wait for @events on the socket. Another thread's call may change
+ * s->want, so reads wait for input and writes for room, each at most
+ * STEP_MS at a time: the rare read that needs to write (or the other way
+ * round, a TLS 1.3 key update) is retried within that.
+ */
+#define STEP_MS	10
 
-	for (;;) {
-		if (deadline_passed(deadline))
-			return -ETIMEDOUT;
-		rc = poll(&pfd, 1, deadline_remaining_ms(deadline));
-		if (rc > 0)
-			return 0;
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-	}
+static int stream_wait(struct stream *s, short events, int64_t deadline)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = events };
+	int rc, ms;
+
+	if (deadline_passed(deadline))
+		return -ETIMEDOUT;
+	ms = deadline_remaining_ms(deadline);
+	if (s->ssl && (ms < 0 || ms > STEP_MS))
+		ms = STEP_MS;
+	rc = poll(&pfd, 1, ms);
+	if (rc < 0 && errno != EINTR)
+		return -errno;
+	return 0;
 }
 
 int stream_handshake_wait(struct stream *s, int64_t deadline)
@@ -266,7 +355,7 @@ int stream_handshake_wait(struct stream *s, int64_t deadline)
 	int rc;
 
 	while ((rc = stream_handshake(s)) == -EAGAIN) {
-		rc = stream_wait(s, deadline);
+		rc = stream_wait(s, s->want, deadline);
 		if (rc)
 			return rc;
 	}
@@ -282,7 +371,7 @@ int stream_read_full(struct stream *s, void *buf, size_t len, int64_t deadline)
 	while (len) {
 		n = stream_read(s, p, len);
 		if (n == -EAGAIN) {
-			rc = stream_wait(s, deadline);
+			rc = stream_wait(s, POLLIN, deadline);
 			if (rc)
 				return rc;
 			continue;
@@ -305,7 +394,7 @@ int stream_write_full(struct stream *s, const void *buf, size_t len,
 	while (len) {
 		n = stream_write(s, p, len);
 		if (n == -EAGAIN) {
-			rc = stream_wait(s, deadline);
+			rc = stream_wait(s, POLLOUT, deadline);
 			if (rc)
 				return rc;
 			continue;

@@ -9,6 +9,7 @@
 #ifndef HMC_LIB_WIRE_TLS_H
 #define HMC_LIB_WIRE_TLS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,11 +35,17 @@ void tls_ctx_destroy(struct tls_ctx *ctx);
 int tls_ctx_from_env(const char *cert, const char *key, const char *ca,
 		     bool server, struct tls_ctx **ctx);
 
+/*
+ * An SSL object must not be used by two threads at once; @lock serialises
+ * each (non-blocking) OpenSSL call, and is never held while waiting, so a
+ * thread that reads is never stuck behind one that waits to write.
+ */
 struct stream {
 	int fd;
 	void *ssl;		/* SSL *, NULL for a plain stream */
 	short want;		/* POLLIN/POLLOUT the last -EAGAIN waits for */
 	bool server;
+	pthread_mutex_t lock;
 };
 
 /* Wrap connected non-blocking @fd (NULL @ctx: plain). Owns @fd from now. */
@@ -61,7 +68,7 @@ ssize_t stream_read(struct stream *s, void *buf, size_t len);
 ssize_t stream_write(struct stream *s, const void *buf, size_t len);
 
 /* Whether decrypted input is waiting inside the TLS layer (poll misses it). */
-bool stream_pending(const struct stream *s);
+bool stream_pending(struct stream *s);
 
 /* The blocking forms, each bounded by @deadline (util.h): 0 or -errno. */
 int stream_handshake_wait(struct stream *s, int64_t deadline);

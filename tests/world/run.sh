@@ -179,7 +179,8 @@ tls_setup() {
 			-out "$d/$ca-member.pem" 2>/dev/null
 	done
 }
-if [[ tls-hmcrun-4 == $only || tls-wrong-cert == $only ]]; then
+if [[ tls-hmcrun-4 == $only || tls-wrong-cert == $only ||
+      tls-control == $only ]]; then
 	tls_setup
 fi
 good="HMC_TLS_CERT=$work/pki/ca-member.pem HMC_TLS_KEY=$work/pki/ca-member.key HMC_TLS_CA=$work/pki/ca.pem"
@@ -195,6 +196,12 @@ case_run tls-wrong-cert 60 bash -c "
 	env $s '$T' refused 104 || rc=1
 	env HMC_RANK=1 $s $good '$T' basic 2 || rc=1
 	wait \$a || rc=1; exit \${rc:-0}"
+
+# The communicator's control connections: a rogue CA's certificate and a
+# peer without TLS refused while a member's traffic goes on.
+case_run tls-control 30 "$O/tests/world/tls_comm" "$work/pki/ca.pem" \
+	"$work/pki/ca-member.pem" "$work/pki/ca-member.key" \
+	"$work/pki/rogue-member.pem" "$work/pki/rogue-member.key"
 
 # hmcrun: the first failing rank's status, the others stopped; timeouts;
 # forwarded signals.

@@ -4,8 +4,15 @@
 
 WTEST_DIR	:= $(O)/tests/world
 WORLD_TEST	:= $(WTEST_DIR)/world_test
+TLS_COMM	:= $(WTEST_DIR)/tls_comm
 
-all: $(WORLD_TEST)
+all: $(WORLD_TEST) $(TLS_COMM)
+
+$(TLS_COMM): tests/world/tls_comm.c tests/unit/pattern.h include/hmc/hmc.h \
+		$(LIBHMC_A)
+	@mkdir -p $(@D)
+	$(CC) $(HMC_CPPFLAGS) -Itests/unit $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
+		$(LIBHMC_A) $(LIB_LIBS)
 
 $(WORLD_TEST): tests/world/world_test.c tests/unit/pattern.h \
 		include/hmc/world.h $(LIBHMC_A)
@@ -15,7 +22,7 @@ $(WORLD_TEST): tests/world/world_test.c tests/unit/pattern.h \
 
 .PHONY: world-test
 _test: world-test
-world-test: $(WORLD_TEST) $(HMCRUN)
+world-test: $(WORLD_TEST) $(TLS_COMM) $(HMCRUN)
 	@O=$(O) tests/world/run.sh
 
 # make bench: world start-up and a 64 B allgather against Open MPI
