@@ -9,8 +9,9 @@ LIB_OBJS	:= $(LIB_SRCS:%.c=$(O)/%.o)
 LIB_HDRS	:= $(wildcard lib/*/*.h lib/*/*/*.h) include/hmc/hmc.h \
 		   include/hmc/world.h uapi/linux/hmc.h
 LIB_PKGS	:= ucx libkmod libcrypto libssl libibverbs
-# PMIx: headers only; libpmix is opened at run time (lib/world/pmix.c).
-LIB_PKG_CFLAGS	:= $(shell pkg-config --cflags $(LIB_PKGS) pmix 2>/dev/null)
+# PMIx, libcurl, json-c: headers only; lib/world opens them at run time.
+LIB_PKG_CFLAGS	:= $(shell pkg-config --cflags $(LIB_PKGS) pmix libcurl \
+		     json-c 2>/dev/null)
 LIB_PKG_LIBS	:= $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS	:= $(LIB_PKG_LIBS) -ldl -lpthread
 LIBHMC_A	:= $(O)/lib/libhmc.a

@@ -18,11 +18,13 @@
 #include "wire/sock.h"
 #include "sys/util.h"
 #include "world/client.h"
+#include "world/etcd.h"
 #include "world/proto.h"
 #include "world/store.h"
 #include "wire/tls.h"
 
 struct store_cli {
+	struct etcd *etcd;	/* an etcd store: everything goes there */
 	pthread_mutex_t lock;
 	struct stream s;
 	uint32_t next_id;
@@ -189,6 +191,9 @@ int store_cli_call(struct store_cli *cli, uint16_t op, const void *a,
 {
 	int rc;
 
+	if (cli->etcd)
+		return etcd_call(cli->etcd, op, a, alen, b, blen, deadline,
+				 reply, rlen);
 	pthread_mutex_lock(&cli->lock);
 	rc = call_locked(cli, op, a, alen, b, blen, deadline, reply, rlen);
 	pthread_mutex_unlock(&cli->lock);
@@ -197,6 +202,8 @@ int store_cli_call(struct store_cli *cli, uint16_t op, const void *a,
 
 const char *store_cli_msg(struct store_cli *cli)
 {
+	if (cli->etcd)
+		return etcd_msg(cli->etcd);
 	return cli->msg;
 }
 
@@ -207,6 +214,8 @@ int store_cli_event(struct store_cli *cli, struct store_ev *ev,
 	uint8_t *body;
 	int rc = 0;
 
+	if (cli->etcd)
+		return etcd_event(cli->etcd, ev, deadline);
 	pthread_mutex_lock(&cli->lock);
 	while (!cli->ev_len) {
 		if (cli->err) {
@@ -262,6 +271,8 @@ uint32_t store_cli_nslots(struct store_cli *cli)
 {
 	uint32_t n;
 
+	if (cli->etcd)
+		return etcd_nslots(cli->etcd);
 	pthread_mutex_lock(&cli->lock);
 	n = cli->nslots;
 	pthread_mutex_unlock(&cli->lock);
@@ -396,6 +407,8 @@ int store_cli_local_ip(struct store_cli *cli, char *ip, size_t len)
 	socklen_t sl = sizeof(ss);
 	const void *a;
 
+	if (cli->etcd)
+		return etcd_local_ip(cli->etcd, ip, len);
 	if (getsockname(cli->s.fd, (struct sockaddr *)&ss, &sl))
 		return -errno;
 	if (ss.ss_family == AF_INET)
@@ -409,10 +422,36 @@ int store_cli_local_ip(struct store_cli *cli, char *ip, size_t len)
 	return 0;
 }
 
+int store_cli_connect_etcd(const char *endpoints, int64_t deadline,
+			   struct store_cli **out, char *msg, size_t msg_len)
+{
+	struct store_cli *cli = calloc(1, sizeof(*cli));
+	int rc;
+
+	if (!cli)
+		return -ENOMEM;
+	pthread_mutex_init(&cli->lock, NULL);
+	cli->s.fd = -1;
+	rc = etcd_open(endpoints, deadline, &cli->etcd, msg, msg_len);
+	if (rc) {
+		pthread_mutex_destroy(&cli->lock);
+		free(cli);
+		return rc;
+	}
+	*out = cli;
+	return 0;
+}
+
 void store_cli_close(struct store_cli *cli)
 {
 	if (!cli)
 		return;
+	if (cli->etcd) {
+		etcd_close(cli->etcd);
+		pthread_mutex_destroy(&cli->lock);
+		free(cli);
+		return;
+	}
 	stream_close(&cli->s);
 	free(cli->evq);
 	pthread_mutex_destroy(&cli->lock);

@@ -31,6 +31,10 @@ int store_cli_connect(const char *host, uint16_t port, const void *secret,
 		      size_t secret_len, struct tls_ctx *tls, int64_t deadline,
 		      struct store_cli **cli, char *msg, size_t msg_len);
 
+/* The same, for a world whose store is etcd (etcd.h). */
+int store_cli_connect_etcd(const char *endpoints, int64_t deadline,
+			   struct store_cli **cli, char *msg, size_t msg_len);
+
 /*
  * Send @op with body @a (@alen) followed by @b (@blen) and wait for its
  * reply until @deadline. 0 with the reply's body in *@reply (malloc'd,

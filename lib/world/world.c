@@ -51,6 +51,7 @@ struct world_cfg {
 	struct boot_info bi;
 	char host[256];			/* the store */
 	uint16_t port;
+	char etcd[512];			/* or etcd's endpoints */
 	char secret[256];
 	const char *ip;
 	const char *tls_cert, *tls_key, *tls_ca;
@@ -151,11 +152,18 @@ static int parse_url(struct world_cfg *cfg, const char *url)
 	size_t hl;
 	char *end;
 
+	if (!strncmp(p, "etcd://", 7)) {
+		if (strlen(p + 7) >= sizeof(cfg->etcd) || !p[7])
+			return fail(cfg, -EINVAL, "store URL %s: bad endpoints",
+				    url);
+		strcpy(cfg->etcd, p + 7);
+		return 0;
+	}
 	if (!strncmp(p, "tcp://", 6))
 		p += 6;
 	else if (strstr(p, "://"))
 		return fail(cfg, -EPROTONOSUPPORT,
-			    "store URL %s: only tcp:// is supported", url);
+			    "store URL %s: tcp:// or etcd:// only", url);
 	colon = strrchr(p, ':');
 	if (!colon || colon == p)
 		return fail(cfg, -EINVAL, "store URL %s: no host:port", url);
@@ -429,7 +437,7 @@ static int maybe_host_store(struct world_cfg *cfg, struct store_srv **srv)
 	struct tls_ctx *tls;
 	int rc;
 
-	if (*srv || !sock_addr_is_local(cfg->host))
+	if (*srv || cfg->etcd[0] || !sock_addr_is_local(cfg->host))
 		return 0;
 	rc = tls_ctx_from_env(cfg->tls_cert, cfg->tls_key, cfg->tls_ca, true,
 			      &tls);
@@ -760,9 +768,13 @@ static int world_start(const struct hmc_world_opts *o, bool join,
 		fail(&cfg, rc, "TLS settings: %s", strerror(-rc));
 		goto err;
 	}
-	rc = store_cli_connect(cfg.host, cfg.port, cfg.secret,
-			       strlen(cfg.secret), tls, cfg.deadline, &w->cli,
-			       msg, sizeof(msg));
+	if (cfg.etcd[0])
+		rc = store_cli_connect_etcd(cfg.etcd, cfg.deadline, &w->cli,
+					    msg, sizeof(msg));
+	else
+		rc = store_cli_connect(cfg.host, cfg.port, cfg.secret,
+				       strlen(cfg.secret), tls, cfg.deadline,
+				       &w->cli, msg, sizeof(msg));
 	tls_ctx_destroy(tls);	/* the connection keeps what it needs */
 	if (rc) {
 		fail(&cfg, rc, "%s", msg);

@@ -144,6 +144,26 @@ static void check_ring(struct hmc_world *w)
 	      me, prev, RING_LEN, at);
 }
 
+/*
+ * Tell the script we are in the middle of the run (DIR/ready.RANK) and
+ * wait until it says go on (DIR/go): it restarts etcd meanwhile.
+ */
+static void pause_for(const char *dir, uint32_t me)
+{
+	char path[512];
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/ready.%u", dir, me);
+	f = fopen(path, "w");
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "%s/go", dir);
+	for (i = 0; i < 600 && access(path, F_OK); i++)
+		usleep(50000);
+	CHECK(!access(path, F_OK), "rank %u: the script restarted etcd", me);
+}
+
 static int basic(struct hmc_world *w, long want_size)
 {
 	uint32_t me = hmc_world_rank(w), n = hmc_world_size(w);
@@ -158,6 +178,8 @@ static int basic(struct hmc_world *w, long want_size)
 	      hmc_world_local_size(w) <= n, "rank %u: rank and local rank in "
 	      "range", me);
 	check_allgather(w, "", NULL);
+	if (getenv("HMC_TEST_PAUSE_DIR"))
+		pause_for(getenv("HMC_TEST_PAUSE_DIR"), me);
 	check_bcast(w);
 	check_ring(w);
 	rc = hmc_world_barrier(w, T_MS);
