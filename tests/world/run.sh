@@ -153,6 +153,10 @@ case_run missing-rank 30 ranks 20 \
 	HMC_RANK=2,HMC_WORLD_SIZE=4,HMC_STORE=tcp://127.0.0.1:$p,HMC_WORLD_TIMEOUT=1500 \
 	-- "$T" missing "1, 3"
 
+# The etcd store: three namespaces as three hosts, etcd restarted mid-run
+# with its data wiped.
+case_run etcd-netns 90 tests/world/etcd_netns.sh "$T"
+
 # A wrong secret is refused while the right ones form their world.
 p=$(port)
 s=HMC_WORLD_SIZE=2,HMC_STORE=tcp://127.0.0.1:$p
