@@ -19,6 +19,7 @@
 #include <hmc/world.h>
 
 #include "sys/log.h"
+#include "sys/opts.h"
 #include "wire/sock.h"
 #include "sys/util.h"
 #include "world/boot.h"
@@ -652,9 +653,6 @@ static int cfg_defaults(struct world_cfg *cfg, const struct hmc_world_opts *o)
 	uint32_t v;
 	int rc;
 
-	if (o && o->sz < offsetof(struct hmc_world_opts, err_msg_len) +
-			 sizeof(o->err_msg_len))
-		return -EINVAL;
 	if (o) {
 		cfg->err = o->err_msg;
 		cfg->err_len = o->err_msg_len;
@@ -830,17 +828,29 @@ err:
 
 int hmc_world_init(const struct hmc_world_opts *opts, struct hmc_world **world)
 {
+	struct hmc_world_opts o;
+	int rc;
+
 	if (!world)
 		return -EINVAL;
-	return world_start(opts, false, NULL, world);
+	rc = OPTS_LOAD(&o, opts, hmc_world_opts, err_msg_len);
+	return rc ? rc : world_start(&o, false, NULL, world);
 }
 
 int hmc_world_join(const char *store_url, const struct hmc_world_opts *opts,
 		   struct hmc_world **world)
 {
-	if (!world || (!store_url && !(opts && opts->uid)))
+	struct hmc_world_opts o;
+	int rc;
+
+	if (!world)
 		return -EINVAL;
-	return world_start(opts, true, store_url, world);
+	rc = OPTS_LOAD(&o, opts, hmc_world_opts, err_msg_len);
+	if (rc)
+		return rc;
+	if (!store_url && !o.uid)
+		return -EINVAL;
+	return world_start(&o, true, store_url, world);
 }
 
 int hmc_world_finalize(struct hmc_world *w)
