@@ -38,6 +38,8 @@
 #define WP_REC_IP_LEN		48u
 #define WP_REC_PORT		112	/* be16 */
 #define WP_REC_PID		116	/* be32 */
+#define WP_REC_FLAGS		120	/* u8: WP_REC_F_* */
+#define WP_REC_F_SHM		0x01	/* mapped the store's segment (shm.h) */
 
 enum wp_op {
 	WP_HELLO = 1,	/* be32 magic, be32 version, nonce */
@@ -45,7 +47,9 @@ enum wp_op {
 	WP_AUTH,	/* MAC; reply: empty */
 	/*
 	 * be32 rank (WP_RANK_ANY: the lowest free), be32 size (0: join a
-	 * running world). Reply: be32 rank, be32 slots.
+	 * running world). Reply: be32 rank, be32 slots, and for a start-up
+	 * member of a world of at most WSHM_MAX_RANKS, the name of the
+	 * store's shared segment (shm.h), NUL-terminated.
 	 */
 	WP_JOIN,
 	/* Our record. Reply: be32 slots, then per member {be32 rank, record}. */

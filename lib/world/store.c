@@ -36,6 +36,7 @@
 #include "wire/sock.h"
 #include "sys/util.h"
 #include "world/proto.h"
+#include "world/shm.h"
 #include "world/store.h"
 #include "wire/tls.h"
 
@@ -100,6 +101,9 @@ struct store_srv {
 	uint32_t nslots, cap;
 	bool sized;		/* a JOIN gave the world's size */
 	uint32_t frontier;	/* the next collective number to open */
+	struct wshm *shm;	/* the start-up members' segment, if any */
+	char shm_name[WSHM_NAME_LEN];
+	uint32_t published;	/* start-up members that have its name */
 	pthread_mutex_t lock;	/* @live, for store_srv_wait_idle() */
 	pthread_cond_t cond;
 	uint32_t live;
@@ -330,6 +334,8 @@ static void slot_release(struct store_srv *srv, uint32_t r, bool failed)
 
 	s->st = failed ? SLOT_FAILED : SLOT_LEFT;
 	s->conn = NULL;
+	if (srv->shm)
+		wshm_changed(srv->shm, r);
 	set_live(srv, -1);
 	pr_info("store: rank %u %s", r, failed ? "failed" : "left");
 	broadcast_event(srv, failed ? WP_EV_FAILED : WP_EV_LEFT, r,
@@ -379,6 +385,7 @@ static void handle_join(struct store_srv *srv, struct sconn *c,
 {
 	uint32_t rank, size, r;
 	uint8_t reply[8];
+	bool initial;
 	char msg[128];
 	struct slot *s;
 	int rc;
@@ -399,6 +406,10 @@ static void handle_join(struct store_srv *srv, struct sconn *c,
 		if (rc)
 			return send_err(c, WP_JOIN, h->id, rc, "out of memory");
 		srv->sized = true;
+		/* Small one-host worlds collect through memory; else not. */
+		if (size <= WSHM_MAX_RANKS &&
+		    wshm_create(size, srv->shm_name, &srv->shm))
+			srv->shm = NULL;
 	} else if (size && size != srv->nslots) {
 		snprintf(msg, sizeof(msg), "world size %u, not %u",
 			 srv->nslots, size);
@@ -441,7 +452,10 @@ static void handle_join(struct store_srv *srv, struct sconn *c,
 	 * A member of the world's first collectives starts at 0; anyone else
 	 * (a joiner, a rank that comes back) at the next one to open.
 	 */
-	s->next_seq = s->st != SLOT_EMPTY || !size ? srv->frontier : 0;
+	initial = s->st == SLOT_EMPTY && size;
+	s->next_seq = initial ? 0 : srv->frontier;
+	if (!initial && srv->shm)
+		wshm_changed(srv->shm, UINT32_MAX);
 	s->st = SLOT_LIVE;
 	s->conn = c;
 	memset(s->rec, 0, WP_REC_LEN);
@@ -449,7 +463,11 @@ static void handle_join(struct store_srv *srv, struct sconn *c,
 	set_live(srv, 1);
 	put_be32(reply, r);
 	put_be32(reply + 4, srv->nslots);
-	send_msg(c, WP_JOIN, h->id, 0, 1, reply, sizeof(reply));
+	if (initial && srv->shm)
+		send_msg(c, WP_JOIN, h->id, 0, 2, reply, sizeof(reply),
+			 srv->shm_name, strlen(srv->shm_name) + 1);
+	else
+		send_msg(c, WP_JOIN, h->id, 0, 1, reply, sizeof(reply));
 	pr_info("store: rank %u joined (%u slots)", r, srv->nslots);
 }
 
@@ -463,6 +481,9 @@ static void handle_publish(struct store_srv *srv, struct sconn *c,
 		return send_err(c, WP_PUBLISH, h->id, -EPROTO,
 				"malformed PUBLISH");
 	memcpy(srv->slots[c->slot].rec, b, WP_REC_LEN);
+	/* Every start-up member has mapped the segment: its name may go. */
+	if (srv->shm && ++srv->published == srv->nslots)
+		wshm_unlink(srv->shm);
 	for (i = 0; i < srv->nslots; i++)
 		nlive += srv->slots[i].st == SLOT_LIVE;
 	reply = malloc(4 + (size_t)nlive * (4 + WP_REC_LEN));
@@ -979,6 +1000,7 @@ void store_srv_stop(struct store_srv *srv)
 		coll_free(container_of(pos, struct coll, node));
 	close(srv->wake_fd);
 	close(srv->lfd);
+	wshm_close(srv->shm);
 	tls_ctx_destroy(srv->tls);
 	free(srv->secret);
 	free(srv->slots);

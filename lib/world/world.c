@@ -25,6 +25,7 @@
 #include "world/boot.h"
 #include "world/client.h"
 #include "world/proto.h"
+#include "world/shm.h"
 #include "world/store.h"
 #include "wire/tls.h"
 
@@ -43,6 +44,9 @@ struct hmc_world {
 	struct store_srv *srv;		/* the store, when we host it */
 	struct hmc_buf *buf;
 	struct hmc_comm *comm;
+	struct wshm *shm;		/* mapped segment of the store (shm.h) */
+	bool shm_on;			/* every rank mapped it: collect there */
+	uint64_t shm_seq;
 	char err[256];
 };
 
@@ -605,6 +609,12 @@ static int rendezvous(struct hmc_world *w, struct world_cfg *cfg,
 		return fail(cfg, -EPROTO, "malformed start-up records");
 	}
 	local_from_records(w, rec, reply + 4, n, WP_REC_LEN, NULL);
+	/* The same records everywhere: every rank decides the same. */
+	w->shm_on = w->shm != NULL;
+	for (j = 0; j < n; j++)
+		if (!(reply[4 + (size_t)j * WP_REC_LEN + WP_REC_FLAGS] &
+		      WP_REC_F_SHM))
+			w->shm_on = false;
 	for (j = 0; j < w->rank && !rc; j++)
 		rc = dial_peer(w, cfg, j, reply + 4 + (size_t)j * WP_REC_LEN);
 	free(reply);
@@ -693,6 +703,7 @@ static void world_free(struct hmc_world *w)
 	if (w->buf)
 		hmc_buf_destroy(w->buf);
 	store_cli_close(w->cli);
+	wshm_close(w->shm);
 	if (w->srv)
 		store_srv_stop(w->srv);
 	if (w->pmix)
@@ -782,7 +793,7 @@ static int world_start(const struct hmc_world_opts *o, bool join,
 	put_be32(jreq + 4, cfg.bi.size);
 	rc = store_cli_call(w->cli, WP_JOIN, jreq, sizeof(jreq), NULL, 0,
 			    cfg.deadline, &reply, &rlen);
-	if (rc || rlen != 8) {
+	if (rc || rlen < 8) {
 		if (!rc) {
 			free(reply);
 			rc = -EPROTO;
@@ -792,12 +803,18 @@ static int world_start(const struct hmc_world_opts *o, bool join,
 	}
 	w->rank = get_be32(reply);
 	store_cli_set_nslots(w->cli, get_be32(reply + 4));
+	/* The store's segment: mapped if this host sees it, else not used. */
+	if (rlen > 8 && rlen <= 8 + WSHM_NAME_LEN && !reply[rlen - 1] &&
+	    wshm_open((char *)reply + 8, get_be32(reply + 4), &w->shm))
+		w->shm = NULL;
 	free(reply);
 
 	rc = init_comm(w, &cfg, ip, sizeof(ip), &port);
 	if (rc)
 		goto err;
 	rec_encode(rec, ip, port);
+	if (w->shm)
+		rec[WP_REC_FLAGS] |= WP_REC_F_SHM;
 	rc = store_cli_call(w->cli, WP_PUBLISH, rec, sizeof(rec), NULL, 0,
 			    cfg.deadline, &reply, &rlen);
 	if (rc || rlen < 4) {
@@ -983,12 +1000,38 @@ enum hmc_world_bootstrap hmc_world_bootstrap_used(const struct hmc_world *w)
 	return w->boot;
 }
 
+/*
+ * The shared-memory path (shm.h): 0 done, 1 to the store (from now on,
+ * on every rank alike), or an error.
+ */
+static int shm_coll(struct hmc_world *w, enum wshm_kind kind, uint32_t root,
+		    const void *send, size_t len, void *recv, int timeout_ms)
+{
+	int rc;
+
+	if (!w->shm_on || len > WSHM_DATA)
+		return 1;
+	rc = wshm_coll(w->shm, w->rank, w->shm_seq++, kind, root, send, len,
+		       recv, deadline_after_ms(timeout_ms), w->err,
+		       sizeof(w->err));
+	if (rc == 1)
+		w->shm_on = false;	/* membership changed */
+	else if (rc == -EINVAL)
+		snprintf(w->err, sizeof(w->err), "ranks gave different lengths");
+	else if (!rc)
+		w->err[0] = '\0';
+	return rc;
+}
+
 int hmc_world_barrier(struct hmc_world *w, int timeout_ms)
 {
 	uint8_t *reply;
 	size_t rlen;
 	int rc;
 
+	rc = shm_coll(w, WSHM_ALLGATHER, 0, NULL, 0, NULL, timeout_ms);
+	if (rc <= 0)
+		return rc;
 	rc = coll(w, WP_COLL_ALLGATHER, 0, NULL, 0, timeout_ms, &reply, &rlen);
 	if (!rc)
 		free(reply);
@@ -1005,6 +1048,9 @@ int hmc_world_allgather(struct hmc_world *w, const void *send, size_t len,
 
 	if (!w || (len && (!send || !recv)))
 		return -EINVAL;
+	rc = shm_coll(w, WSHM_ALLGATHER, 0, send, len, recv, timeout_ms);
+	if (rc <= 0)
+		return rc;
 	rc = coll(w, WP_COLL_ALLGATHER, 0, send, len, timeout_ms, &reply,
 		  &rlen);
 	if (rc)
@@ -1027,8 +1073,11 @@ int hmc_world_bcast(struct hmc_world *w, void *buf, size_t len, uint32_t root,
 	size_t rlen;
 	int rc;
 
-	if (!w || (len && !buf))
+	if (!w || (len && !buf) || root >= hmc_world_size(w))
 		return -EINVAL;
+	rc = shm_coll(w, WSHM_BCAST, root, buf, len, buf, timeout_ms);
+	if (rc <= 0)
+		return rc;
 	rc = coll(w, WP_COLL_BCAST, root, w->rank == root ? buf : NULL,
 		  w->rank == root ? len : 0, timeout_ms, &reply, &rlen);
 	if (rc)
