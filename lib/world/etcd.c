@@ -21,7 +21,8 @@
 #include "world/etcd.h"
 #include "world/proto.h"
 
-#define LEASE_TTL_S	(HMC_WORLD_FAIL_DETECT_MS / 1000)
+/* Expired, plus a watch's latency, within HMC_WORLD_FAIL_DETECT_MS. */
+#define LEASE_TTL_S	(HMC_WORLD_FAIL_DETECT_MS / 1000 - 1)
 #define KEEPALIVE_MS	1000
 #define HTTP_TIMEOUT_MS	3000
 #define MAX_EP		8

@@ -8,8 +8,8 @@
  * (default "hmc/world/"):
  *   size             the world's size
  *   rank/<r>         a member: be32 first collective, its record; bound to
- *                    its lease (TTL HMC_WORLD_FAIL_DETECT_MS), kept alive
- *                    every second, so a dead member's rank expires
+ *                    its lease (4 s TTL, inside HMC_WORLD_FAIL_DETECT_MS),
+ *                    kept alive every second, so a dead member's rank expires
  *   joined/<r>       rank r has had a member (else it never came)
  *   gone/<r>         rank r left (a rank key gone without it: failed)
  *   coll/<n>/<r>     rank r's part of collective n, bound to its lease

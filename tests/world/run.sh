@@ -153,6 +153,32 @@ case_run missing-rank 30 ranks 20 \
 	HMC_RANK=2,HMC_WORLD_SIZE=4,HMC_STORE=tcp://127.0.0.1:$p,HMC_WORLD_TIMEOUT=1500 \
 	-- "$T" missing "1, 3"
 
+# Join, leave and SIGKILL with the store in etcd (loopback): nobody hosts
+# it, a dead member's rank expires with its lease.
+etcd_churn() {
+	local p rc
+	p=$(port)
+	etcd --data-dir "$work/etcd-churn" --name churn \
+		--listen-client-urls "http://127.0.0.1:$p" \
+		--advertise-client-urls "http://127.0.0.1:$p" \
+		--listen-peer-urls "http://127.0.0.1:$((p + 1))" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$((p + 1))" \
+		--initial-cluster "churn=http://127.0.0.1:$((p + 1))" \
+		>"$work/etcd-churn.log" 2>&1 &
+	local epid=$!
+	for _ in $(seq 100); do
+		etcdctl --endpoints "127.0.0.1:$p" endpoint health \
+			>/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	HMC_TEST_ETCD=etcd://127.0.0.1:$p timeout -k 5 60 "$T" churn
+	rc=$?
+	kill "$epid"
+	wait "$epid" 2>/dev/null
+	return $rc
+}
+case_run churn-etcd 90 etcd_churn
+
 # The etcd store: three namespaces as three hosts, etcd restarted mid-run
 # with its data wiped.
 case_run etcd-netns 90 tests/world/etcd_netns.sh "$T"

@@ -243,8 +243,12 @@ static pid_t spawn(const char *self, const char *mode, uint32_t rank,
 	snprintf(r, sizeof(r), "%u", rank);
 	setenv("HMC_RANK", r, 1);
 	setenv("HMC_WORLD_SIZE", size, 1);
-	setenv("HMC_WORLD_UID", uid_hex, 1);
-	setenv("HMC_BOOTSTRAP", "uid", 1);
+	if (uid_hex) {
+		setenv("HMC_WORLD_UID", uid_hex, 1);
+		setenv("HMC_BOOTSTRAP", "uid", 1);
+	} else {
+		setenv("HMC_BOOTSTRAP", "store", 1);	/* HMC_STORE=etcd:// */
+	}
 	execl(self, self, mode, size, (char *)NULL);
 	_exit(127);
 }
@@ -297,13 +301,15 @@ static int churn_child(const char *role)
 	int rc;
 
 	if (!strcmp(role, "joiner")) {
+		const char *etcd = getenv("HMC_TEST_ETCD");
 		char err[512];
-		HMC_OPTS(hmc_world_opts, o, .uid = &uid, .err_msg = err,
-			 .err_msg_len = sizeof(err));
+		HMC_OPTS(hmc_world_opts, o, .uid = etcd ? NULL : &uid,
+			 .err_msg = err, .err_msg_len = sizeof(err));
 
-		if (hmc_world_uid_from_hex(getenv("HMC_WORLD_UID"), &uid))
+		if (!etcd && hmc_world_uid_from_hex(getenv("HMC_WORLD_UID"),
+						    &uid))
 			return 2;
-		rc = hmc_world_join(NULL, &o, &w);
+		rc = hmc_world_join(etcd, &o, &w);
 		CHECK(!rc, "joiner: join: %s: %s", hmc_strerror(rc), err);
 		if (rc)
 			return 1;
@@ -319,9 +325,10 @@ static int churn_child(const char *role)
 		CHECK(!rc, "joiner: leave: %s", hmc_strerror(rc));
 		return failures ? 1 : 0;
 	}
-	if (hmc_world_uid_from_hex(getenv("HMC_WORLD_UID"), &uid))
+	if (!getenv("HMC_TEST_ETCD") &&
+	    hmc_world_uid_from_hex(getenv("HMC_WORLD_UID"), &uid))
 		return 2;
-	if (init_or_fail(&w, &uid))
+	if (init_or_fail(&w, getenv("HMC_TEST_ETCD") ? NULL : &uid))
 		return 1;
 	comm = hmc_world_comm(w);
 	check_allgather(w, role, NULL);
@@ -347,9 +354,14 @@ static int churn_child(const char *role)
 	return failures ? 1 : 0;
 }
 
+/*
+ * The same with HMC_TEST_ETCD=etcd://...: no process hosts the store, the
+ * first rank is as mortal as the others.
+ */
 static int churn(const char *self)
 {
-	char hex[2 * HMC_WORLD_UID_LEN + 1];
+	const char *etcd = getenv("HMC_TEST_ETCD");
+	char hex[2 * HMC_WORLD_UID_LEN + 1], *uid_hex = etcd ? NULL : hex;
 	struct hmc_world_event ev;
 	struct hmc_world_uid uid;
 	struct hmc_world *w;
@@ -361,14 +373,20 @@ static int churn(const char *self)
 	double ms;
 	int rc, st;
 
-	if (hmc_world_get_uid(NULL, &uid))
-		return 1;
-	hmc_world_uid_to_hex(&uid, hex);
-	victim = spawn(self, "churn-victim", 1, "3", hex);
-	leaver = spawn(self, "churn-leaver", 2, "3", hex);
+	if (etcd) {
+		setenv("HMC_STORE", etcd, 1);
+	} else {
+		if (hmc_world_get_uid(NULL, &uid))
+			return 1;
+		hmc_world_uid_to_hex(&uid, hex);
+	}
+	victim = spawn(self, "churn-victim", 1, "3", uid_hex);
+	leaver = spawn(self, "churn-leaver", 2, "3", uid_hex);
 	setenv("HMC_RANK", "0", 1);
 	setenv("HMC_WORLD_SIZE", "3", 1);
-	if (init_or_fail(&w, &uid))
+	if (!etcd)
+		setenv("HMC_BOOTSTRAP", "uid", 1);
+	if (init_or_fail(&w, etcd ? NULL : &uid))
 		return 1;
 	comm = hmc_world_comm(w);
 	p = hmc_buf_ptr(hmc_comm_buf(comm));
@@ -406,7 +424,7 @@ static int churn(const char *self)
 	      ev.rank);
 	wait_ok(leaver, "the leaver");
 
-	joiner = spawn(self, "churn-joiner", 9, "3", hex);
+	joiner = spawn(self, "churn-joiner", 9, "3", uid_hex);
 	rc = hmc_world_wait_event(w, &ev, T_MS);
 	CHECK(!rc && ev.type == HMC_WORLD_EV_JOINED && ev.rank == 1 &&
 	      ev.size == 3, "rank 0: a joiner took rank 1 (%s of %u)",
