@@ -8,7 +8,7 @@ O=${O:-build}
 T=$O/tests/world/world_test
 RUN=$O/tools/hmcrun
 only=${1:-*}
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 failures=()
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -19,8 +19,9 @@ unset HMC_SECRET HMC_STORE HMC_RANK HMC_WORLD_SIZE HMC_BOOTSTRAP \
 
 # tally NAME OUTFILE RC: count the TAP lines of one case.
 tally() {
-	local name=$1 out=$2 rc=$3 p f
-	p=$(grep -c '^ok' "$out")
+	local name=$1 out=$2 rc=$3 p f s
+	p=$(grep '^ok' "$out" | grep -vc '# SKIP')
+	s=$(grep '^ok' "$out" | grep -c '# SKIP')
 	f=$(grep -c '^not ok' "$out")
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 		echo "not ok - $name: timed out" | tee -a "$out"
@@ -28,14 +29,14 @@ tally() {
 	elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 		echo "not ok - $name: exit status $rc" | tee -a "$out"
 		f=$((f + 1))
-	elif [ "$p" = 0 ] && [ "$f" = 0 ]; then
+	elif [ "$p" = 0 ] && [ "$f" = 0 ] && [ "$s" = 0 ]; then
 		echo "not ok - $name: no checks ran" | tee -a "$out"
 		f=1
 	fi
 	[ "$f" = 0 ] || mapfile -t -O ${#failures[@]} failures < <(
 		grep '^not ok' "$out" | sed "s|^|$name: |")
-	passed=$((passed + p)) failed=$((failed + f))
-	echo "# $name: $p passed, $f failed"
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	echo "# $name: $p passed, $f failed, $s skipped"
 }
 
 # case NAME SECONDS COMMAND...: one case, its output checked as TAP.
@@ -244,7 +245,7 @@ expect hmcrun-forwards-sigterm 7 20 bash -c "
 	'$RUN' -n 2 sh -c 'trap \"exit 7\" TERM; sleep 30 & wait' &
 	sleep 0.5; kill -TERM \$!; wait \$!"
 
-echo "# world: $passed passed, $failed failed"
+echo "# world: $passed passed, $failed failed, $skipped skipped"
 if [ "$failed" != 0 ]; then
 	printf '#   %s\n' "${failures[@]}"
 	exit 1

@@ -6,6 +6,8 @@ WTEST_DIR	:= $(O)/tests/world
 WORLD_TEST	:= $(WTEST_DIR)/world_test
 TLS_COMM	:= $(WTEST_DIR)/tls_comm
 
+VM_TEST_PROGS	+= $(WORLD_TEST)	# tests/vm/suites/67-world-events.sh
+
 all: $(WORLD_TEST) $(TLS_COMM)
 
 $(TLS_COMM): tests/world/tls_comm.c tests/unit/pattern.h include/hmc/hmc.h \
