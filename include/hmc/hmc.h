@@ -103,12 +103,13 @@ int hmc_mem_copy(enum hmc_mem_type type, int device, void *dst,
  * ConnBuffer: one stable registered region, addressed by (offset, size).
  * CPU buffers come from /dev/hmc (pinned kernel pages) when the module is
  * present (libhmc loads it with libkmod if it is installed and the caller
- * may load modules), else from mmap + mlock; HMC_REQUIRE_KMOD=1 in the
+ * may load modules), else from a memfd mapped shared and mlocked (where
+ * RLIMIT_MEMLOCK allows; else only faulted in); HMC_REQUIRE_KMOD=1 in the
  * environment, or HMC_BUF_F_REQUIRE_KMOD, makes the fallback an error;
  * HMC_BUF_F_NO_KMOD wins over the environment (skipping the module is not a
  * fallback). New CPU buffers are zeroed, GPU buffers are not. A buffer
- * belongs to the process that created it: a /dev/hmc mapping is not
- * inherited across fork().
+ * belongs to the process that created it: a /dev/hmc or memfd mapping is
+ * not inherited across fork().
  */
 struct hmc_buf;
 
@@ -117,6 +118,12 @@ enum hmc_buf_backing {
 	HMC_BUF_BACKING_MLOCK,		/* anonymous memory, mlocked */
 	HMC_BUF_BACKING_ANON,		/* anonymous memory, mlock refused */
 	HMC_BUF_BACKING_DEVICE,		/* GPU memory */
+	/*
+	 * A sealed memfd mapped shared, mlocked where RLIMIT_MEMLOCK allows:
+	 * the CPU buffer without the module (MLOCK and ANON only where
+	 * memfd_create() is unavailable). Peers on this host map it.
+	 */
+	HMC_BUF_BACKING_MEMFD,
 };
 
 #define HMC_BUF_F_REQUIRE_KMOD	(1U << 0)	/* fail rather than fall back */
@@ -142,7 +149,7 @@ enum hmc_mem_type hmc_buf_mem_type(const struct hmc_buf *buf);
 int hmc_buf_device(const struct hmc_buf *buf);
 enum hmc_buf_backing hmc_buf_backing(const struct hmc_buf *buf);
 
-/* "kmod", "mlock", "anon", "device". */
+/* "kmod", "mlock", "anon", "device", "memfd". */
 const char *hmc_buf_backing_name(enum hmc_buf_backing backing);
 
 /*
@@ -177,8 +184,11 @@ int hmc_buf_copy_within(struct hmc_buf *buf, size_t dst_offset,
  * buffers are exported by their runtime (cuMemGetHandleForAddressRange of
  * CUDA 11.7 and later, hipMemGetHandleForAddressRange of ROCm 7) where the
  * device supports dma-bufs; importers may then always write, and the
- * buffer must outlive every use of the dma-buf. Other CPU backings cannot
- * be exported.
+ * buffer must outlive every use of the dma-buf. memfd buffers hand out the
+ * memfd itself (not a dma-buf: mmap it; its size is sealed), whole only
+ * (@offset 0, @len 0 or the buffer's size, else -EOPNOTSUPP), read-only
+ * unless HMC_BUF_EXPORT_RDWR; it too outlives the buffer. MLOCK and ANON
+ * buffers cannot be exported.
  */
 int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
 		      uint32_t flags, int *fd);

@@ -144,7 +144,7 @@ class BufferTest(TestCase):
         self.assertEqual(self.buf.size, SIZE)
         self.assertEqual(self.buf.mem_type, hmc.MemoryType.CPU)
         self.assertEqual(self.buf.device_id, 0)
-        self.assertIn(self.buf.backing, ("kmod", "mlock", "anon"))
+        self.assertIn(self.buf.backing, ("kmod", "memfd", "mlock", "anon"))
         self.assertNotEqual(self.buf.ptr, 0)
         with self.assertRaises(hmc.HMCError):
             hmc.IOBuffer(size=0)
