@@ -300,6 +300,9 @@ static void close_listeners(struct hmc_comm *c)
 	}
 	if (c->unix_lfd >= 0) {
 		progress_unwatch(c, c->unix_lfd);
+		if (c->unix_path[0])
+			sock_unlink_unix_path(c->unix_path, c->unix_ino);
+		c->unix_path[0] = '\0';
 		close(c->unix_lfd);
 		c->unix_lfd = -1;
 	}
@@ -365,9 +368,36 @@ struct hmc_buf *hmc_comm_buf(const struct hmc_comm *c)
 
 /* ---------------------------------------------------------- connections */
 
+/*
+ * The Unix control listener for TCP @port: at a filesystem path, which
+ * dialers in other network namespaces of this host reach too, else under
+ * an abstract name (this namespace only), else none (TCP only). -1 or fd.
+ */
+static int listen_unix(struct hmc_comm *c, uint16_t port)
+{
+	char name[sizeof(c->unix_path)];
+	int fd, rc;
+
+	rc = sock_unix_path(c->unix_path, sizeof(c->unix_path), port, true);
+	if (!rc)
+		rc = sock_listen_unix_path(c->unix_path, &fd, &c->unix_ino);
+	if (!rc)
+		return fd;
+	pr_info("rank %u: no unix control socket at %s (%s): this network namespace only",
+		c->rank, c->unix_path, hmc_strerror(rc));
+	c->unix_path[0] = '\0';
+	sock_unix_name(name, sizeof(name), port);
+	rc = sock_listen_unix(name, &fd);
+	if (!rc)
+		return fd;
+	/* Another listener in this namespace owns the name: TCP only. */
+	pr_info("rank %u: no unix control listener (%s): tcp only", c->rank,
+		hmc_strerror(rc));
+	return -1;
+}
+
 int hmc_comm_listen(struct hmc_comm *c, const char *ip, uint16_t port)
 {
-	char name[64];
 	uint16_t bound;
 	int fd, ufd = -1, rc;
 
@@ -381,16 +411,8 @@ int hmc_comm_listen(struct hmc_comm *c, const char *ip, uint16_t port)
 	rc = sock_listen_tcp(ip, port, &fd, &bound);
 	if (rc)
 		goto out;
-	if (!(c->flags & HMC_COMM_F_NO_UNIX)) {
-		sock_unix_name(name, sizeof(name), bound);
-		rc = sock_listen_unix(name, &ufd);
-		if (rc) {
-			/* Another listener on this host owns the name: TCP only. */
-			pr_info("rank %u: no unix control listener (%s): tcp only",
-				c->rank, hmc_strerror(rc));
-			ufd = -1;
-		}
-	}
+	if (!(c->flags & HMC_COMM_F_NO_UNIX))
+		ufd = listen_unix(c, bound);
 	c->tcp_lfd = fd;
 	c->unix_lfd = ufd;
 	c->tcp_port = bound;

@@ -164,6 +164,8 @@ struct hmc_comm {
 
 	int tcp_lfd, unix_lfd;
 	uint16_t tcp_port;
+	char unix_path[108];		/* unix_lfd's path, or "" (abstract) */
+	uint64_t unix_ino;		/* its inode, to remove only ours */
 	struct psrc listen_src[2];
 
 	pthread_mutex_t xport_lock;	/* init of transports */

@@ -44,7 +44,9 @@
 
 #include <hmc/hmc.h>
 
+#include "sys/host.h"
 #include "wire/frame.h"
+#include "wire/sock.h"
 #include "itest.h"
 
 #define MIB		(1024 * 1024)
@@ -472,19 +474,16 @@ static int raw_connect(bool is_unix, uint16_t port)
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons(port) };
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	socklen_t len;
-	int fd, n;
+	int fd;
 
 	fd = socket(is_unix ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	if (is_unix) {
-		/* The control socket's abstract name (lib/wire/sock.c). */
-		n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1,
-			     "hmc.ctrl.%u", port);
-		len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-				  (size_t)n);
-		if (!connect(fd, (struct sockaddr *)&sun, len))
+		/* The listener's socket path (lib/wire/sock.c). */
+		if (!sock_unix_path(sun.sun_path, sizeof(sun.sun_path), port,
+				    false) &&
+		    !connect(fd, (struct sockaddr *)&sun, sizeof(sun)))
 			return fd;
 	} else {
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -551,14 +550,24 @@ static struct drop raw_wait_drop(int fd, int timeout_ms)
 
 static uint32_t probe_rank = 100;	/* fake ranks the probes bind */
 
-static size_t hello(uint8_t *p, uint32_t src, uint32_t dst, uint32_t flags)
+/* Over Unix (@ux), the HELLO says who we are and that we meant 127.0.0.1. */
+static size_t hello(uint8_t *p, bool ux, uint32_t src, uint32_t dst,
+		    uint32_t flags)
 {
 	struct frame_hello h = { .src_rank = src, .dst_rank = dst,
 				 .flags = flags };
+	size_t n;
 
 	memset(h.nonce, 0x5a, sizeof(h.nonce));
-	frame_encode_hdr(p, FRAME_HELLO, 0, FRAME_HELLO_LEN);
-	return FRAME_HDR_LEN + frame_encode_hello(p + FRAME_HDR_LEN, &h);
+	if (ux) {
+		h.flags |= FRAME_HELLO_F_HOST;
+		host_boot_id(h.boot_id);
+		h.netns = host_netns();
+		sock_addr_v6("127.0.0.1", h.addr);
+	}
+	n = frame_encode_hello(p + FRAME_HDR_LEN, &h);
+	frame_encode_hdr(p, FRAME_HELLO, 0, (uint32_t)n);
+	return FRAME_HDR_LEN + n;
 }
 
 /*
@@ -583,8 +592,8 @@ static void garbage(bool is_unix, uint16_t port, const char *what,
 		diag("%s: %s: send: %s", ctrl, what, strerror(errno));
 	}
 	if (close_after) {
-		uint8_t h[FRAME_HDR_LEN + FRAME_HELLO_LEN];
-		size_t n = hello(h, probe_rank, 0, 0);
+		uint8_t h[FRAME_HDR_LEN + FRAME_HELLO_LEN + FRAME_HELLO_HOST_LEN];
+		size_t n = hello(h, is_unix, probe_rank, 0, 0);
 
 		close(fd);
 		/* Nothing to see on that socket: the server must go on. */
@@ -624,10 +633,10 @@ static void garbage_case(void)
 	for (ways = 0; ways < 2; ways++) {
 		bool ux = ways == 0;
 
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		msg[0] ^= 0xff;
 		garbage(ux, s.port, "bad magic", msg, n, false, -EPROTO);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		msg[4] = FRAME_VERSION + 1;
 		garbage(ux, s.port, "bad version", msg, n, false, -EPROTO);
 		frame_encode_hdr(msg, FRAME_HELLO, 0, FRAME_MAX_PAYLOAD + 1);
@@ -636,34 +645,34 @@ static void garbage_case(void)
 		frame_encode_hdr(msg, FRAME_XPORT_REQ, 0, 0xffffffffu);
 		garbage(ux, s.port, "length 0xffffffff", msg, FRAME_HDR_LEN,
 			false, -EPROTO);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		msg[14] = 1;
 		garbage(ux, s.port, "reserved bits set", msg, n, false, -EPROTO);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		msg[5] = 0x7f;
 		garbage(ux, s.port, "unknown frame type", msg, n, false, -EPROTO);
 		frame_encode_hdr(msg, FRAME_TAG, 0, 8);
 		memset(msg + FRAME_HDR_LEN, 1, 8);
 		garbage(ux, s.port, "a TAG before HELLO", msg, FRAME_HDR_LEN + 8,
 			false, -EPROTO);
-		n = hello(msg, 7, 9, 0);
+		n = hello(msg, ux, 7, 9, 0);
 		garbage(ux, s.port, "HELLO for another rank", msg, n, false,
 			-ESRCH);
-		n = hello(msg, 0, 0, 0);
+		n = hello(msg, ux, 0, 0, 0);
 		garbage(ux, s.port, "HELLO claiming the server's own rank", msg,
 			n, false, -EINVAL);
-		n = hello(msg, 7, 0, FRAME_HELLO_F_AUTH);
+		n = hello(msg, ux, 7, 0, FRAME_HELLO_F_AUTH);
 		garbage(ux, s.port, "HELLO asking for auth the server lacks",
 			msg, n, false, -EACCES);
 		garbage(ux, s.port, "7 bytes of a header", msg, 7, true, 0);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		garbage(ux, s.port, "a HELLO cut short", msg, n - 20, true, 0);
 		garbage(ux, s.port, "64 bytes of junk", junk, sizeof(junk),
 			false, 0);
 
 		/* A valid HELLO gets a WELCOME; junk after it ends the peer. */
 		fd = raw_connect(ux, s.port);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		memcpy(msg + n, junk, sizeof(junk));
 		ok = fd >= 0 && raw_send(fd, msg, n + sizeof(junk));
 		d = raw_wait_drop(fd, 3000);
@@ -691,7 +700,7 @@ static void garbage_case(void)
 
 		/* A HELLO that trickles in byte by byte is still a HELLO. */
 		fd = raw_connect(ux, s.port);
-		n = hello(msg, 8, 0, 0);
+		n = hello(msg, ux, 8, 0, 0);
 		ok = fd >= 0;
 		for (i = 0; ok && i < (int)n; i++) {
 			ok = raw_send(fd, msg + i, 1);
@@ -766,12 +775,12 @@ static void raw_auth_case(void)
 	for (ways = 0; ways < 2; ways++) {
 		const char *ctrl = ways ? "tcp" : "unix";
 
-		n = hello(msg, 11, 0, 0);
+		n = hello(msg, !ways, 11, 0, 0);
 		garbage(!ways, s.port, "HELLO without auth to a server with a secret",
 			msg, n, false, -EACCES);
 
 		fd = raw_connect(!ways, s.port);
-		n = hello(msg, 11, 0, FRAME_HELLO_F_AUTH);
+		n = hello(msg, !ways, 11, 0, FRAME_HELLO_F_AUTH);
 		if (fd < 0 || !raw_send(fd, msg, n)) {
 			tap(false, "%s: raw dialer: %s", ctrl, strerror(errno));
 			if (fd >= 0)
