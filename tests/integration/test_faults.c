@@ -14,6 +14,15 @@
  *            wrong rank, junk after a valid HELLO, and nothing at all (a
  *            silent dialer is dropped at the handshake deadline and holds up
  *            nobody): each is dropped, the server keeps working.
+ *  fdpass    the buffer's descriptor (shm) travels only after the
+ *            handshake: a raw dialer that fails the challenge, skips it, or
+ *            asks for shm before HELLO never receives the listener's, and
+ *            one that passes does; a fake listener that proves nothing
+ *            (WELCOME without CHALLENGE, a bad MAC) never receives the
+ *            dialer's, and one without a secret to a dialer without one
+ *            does. A Unix HELLO that is not meant for this listener
+ *            (no host part, another boot, another network namespace and
+ *            an address not ours) is refused with -ESRCH.
  *  dup       a second process (and a second communicator) claiming a rank
  *            that is connected: -EEXIST; the first connection still works.
  *  tags      tags queued before a peer disconnected (BYE) or was killed
@@ -39,12 +48,15 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
 #include <hmc/hmc.h>
 
 #include "sys/host.h"
+#include "sys/util.h"
+#include "wire/auth.h"
 #include "wire/frame.h"
 #include "wire/sock.h"
 #include "itest.h"
@@ -817,6 +829,315 @@ static void raw_auth_case(void)
 	end_free(&s);
 }
 
+/* ----------------------------------------------------------- fdpass case */
+
+/*
+ * Read one whole frame into @p (@cap bytes) within @timeout_ms, counting
+ * the descriptors that come with it in *@nfds (and closing them). 0, or -1
+ * at EOF, on error or at the deadline.
+ */
+static int raw_frame(int fd, uint8_t *p, size_t cap, struct frame_hdr *h,
+		     int *nfds, int timeout_ms)
+{
+	int64_t until = itest_now_ms() + timeout_ms;
+	size_t want = FRAME_HDR_LEN, have = 0;
+	bool hdr_done = false;
+
+	while (have < want) {
+		union {
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = { p + have, want - have };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = ctl.buf,
+				      .msg_controllen = sizeof(ctl.buf) };
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct cmsghdr *cm;
+		int64_t left = until - itest_now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) != 1)
+			return -1;
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+		if (n <= 0)
+			return -1;
+		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			int k, one;
+
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (k = 0; (size_t)k < (cm->cmsg_len - CMSG_LEN(0)) /
+						sizeof(int); k++) {
+				memcpy(&one, CMSG_DATA(cm) + k * sizeof(int),
+				       sizeof(int));
+				close(one);
+				(*nfds)++;
+			}
+		}
+		have += (size_t)n;
+		if (!hdr_done && have == FRAME_HDR_LEN) {
+			if (frame_decode_hdr(p, h) || FRAME_HDR_LEN + h->len > cap)
+				return -1;
+			hdr_done = true;
+			want += h->len;
+		}
+	}
+	return 0;
+}
+
+/* Every frame until EOF or @timeout_ms: the descriptors that came along. */
+static int raw_drain_fds(int fd, int timeout_ms)
+{
+	static uint8_t in[FRAME_HDR_LEN + FRAME_MAX_PAYLOAD];
+	struct frame_hdr h;
+	int nfds = 0;
+
+	while (!raw_frame(fd, in, sizeof(in), &h, &nfds, timeout_ms))
+		;
+	return nfds;
+}
+
+/* An XPORT_REQ (or ACK) for shm with our buffer's memfd. */
+static bool raw_send_xport(int fd, enum frame_type type, int memfd,
+			   uint64_t size)
+{
+	uint8_t msg[FRAME_HDR_LEN + FRAME_XPORT_HDR_LEN + 32];
+	uint8_t *blob = msg + FRAME_HDR_LEN + FRAME_XPORT_HDR_LEN;
+	struct frame_xport x = { .transport = HMC_TRANSPORT_SHM,
+				 .buf_size = size, .blob_len = 32 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { msg, sizeof(msg) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	/* The shm blob: magic "HMCS", 0, size, boot id (lib/xport/shm.c). */
+	put_be32(blob, 0x484d4353u);
+	put_be32(blob + 4, 0);
+	put_be64(blob + 8, size);
+	host_boot_id(blob + 16);
+	frame_encode_xport(msg + FRAME_HDR_LEN, &x);
+	frame_encode_hdr(msg, type, FRAME_F_FD, FRAME_XPORT_HDR_LEN + 32);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+	return sendmsg(fd, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(msg);
+}
+
+/*
+ * A raw dialer against a listener with SECRET: @mode 0 answers the
+ * CHALLENGE right, 1 wrong, 2 not at all; each then asks for shm with a
+ * descriptor. The descriptors the listener sent back, or -1.
+ */
+static int raw_dialer_fds(struct end *s, int mode, int memfd, uint32_t rank)
+{
+	uint8_t msg[FRAME_HDR_LEN + FRAME_MAX_PAYLOAD];
+	struct frame_challenge ch;
+	uint8_t mine[FRAME_NONCE_LEN];
+	struct frame_hdr h;
+	int fd, nfds = 0;
+	size_t n;
+
+	fd = raw_connect(true, s->port);
+	if (fd < 0)
+		return -1;
+	n = hello(msg, true, rank, 0, FRAME_HELLO_F_AUTH);
+	memset(mine, 0x5a, sizeof(mine));	/* hello()'s nonce */
+	if (!raw_send(fd, msg, n) ||
+	    raw_frame(fd, msg, sizeof(msg), &h, &nfds, 3000) ||
+	    h.type != FRAME_CHALLENGE ||
+	    frame_decode_challenge(msg + FRAME_HDR_LEN, h.len, &ch)) {
+		close(fd);
+		return -1;
+	}
+	if (mode < 2) {
+		frame_encode_hdr(msg, FRAME_AUTH, 0, FRAME_MAC_LEN);
+		auth_mac(SECRET, strlen(SECRET), AUTH_ROLE_DIALER, mine,
+			 ch.nonce, rank, 0, msg + FRAME_HDR_LEN);
+		if (mode == 1)
+			msg[FRAME_HDR_LEN] ^= 1;
+		raw_send(fd, msg, FRAME_HDR_LEN + FRAME_MAC_LEN);
+	}
+	raw_send_xport(fd, FRAME_XPORT_REQ, memfd, BUF_SIZE);
+	nfds += raw_drain_fds(fd, 1500);
+	close(fd);
+	return nfds;
+}
+
+struct fake {
+	int lfd;
+	int mode;		/* 0 WELCOME at once, 1 a bad CHALLENGE */
+	int nfds;		/* descriptors the dialer sent us */
+	bool helloed;
+};
+
+/* A listener that proves nothing, at the Unix path of a free port. */
+static void *fake_listener(void *arg)
+{
+	static uint8_t msg[FRAME_HDR_LEN + FRAME_MAX_PAYLOAD];
+	struct fake *f = arg;
+	struct pollfd pfd = { .fd = f->lfd, .events = POLLIN };
+	struct frame_hdr h;
+	int fd;
+
+	if (poll(&pfd, 1, 5000) != 1)
+		return NULL;
+	fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (!raw_frame(fd, msg, sizeof(msg), &h, &f->nfds, 3000) &&
+	    h.type == FRAME_HELLO) {
+		f->helloed = true;
+		if (f->mode == 0) {
+			frame_encode_hdr(msg, FRAME_WELCOME, 0, 0);
+			raw_send(fd, msg, FRAME_HDR_LEN);
+		} else {
+			frame_encode_hdr(msg, FRAME_CHALLENGE, 0,
+					 FRAME_CHALLENGE_LEN);
+			memset(msg + FRAME_HDR_LEN, 0x77, FRAME_CHALLENGE_LEN);
+			raw_send(fd, msg, FRAME_HDR_LEN + FRAME_CHALLENGE_LEN);
+		}
+	}
+	f->nfds += raw_drain_fds(fd, 1500);
+	close(fd);
+	return NULL;
+}
+
+/*
+ * Our dialer (@secret, AUTO) against a fake listener: its hmc_comm_connect()
+ * result, and in f->nfds the descriptors that reached the fake.
+ */
+static int fake_dial(struct fake *f, const char *secret)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	socklen_t sl = sizeof(sin);
+	pthread_t t;
+	struct end c;
+	int tfd, rc = -EIO;
+
+	/* A TCP port that is ours while the fake runs: nobody else's path. */
+	tfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (tfd < 0 || bind(tfd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    getsockname(tfd, (struct sockaddr *)&sin, &sl))
+		goto out_tcp;
+	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (f->lfd < 0 ||
+	    sock_unix_path(sun.sun_path, sizeof(sun.sun_path),
+			   ntohs(sin.sin_port), true) ||
+	    bind(f->lfd, (struct sockaddr *)&sun, sizeof(sun)) ||
+	    listen(f->lfd, 4))
+		goto out_unix;
+	if (pthread_create(&t, NULL, fake_listener, f))
+		goto out_path;
+	if (!end_new(&c, 1, secret, 0, 2000, false)) {
+		rc = hmc_comm_connect(c.comm, 0, "127.0.0.1",
+				      ntohs(sin.sin_port), HMC_TRANSPORT_AUTO);
+		end_free(&c);
+	}
+	pthread_join(t, NULL);
+out_path:
+	unlink(sun.sun_path);
+out_unix:
+	if (f->lfd >= 0)
+		close(f->lfd);
+out_tcp:
+	if (tfd >= 0)
+		close(tfd);
+	return rc;
+}
+
+/* Raw Unix HELLOs that are not meant for this listener. */
+static void host_check_case(struct end *s)
+{
+	uint8_t msg[FRAME_HDR_LEN + FRAME_HELLO_LEN + FRAME_HELLO_HOST_LEN];
+	struct frame_hello h = { .src_rank = 21, .dst_rank = 0 };
+	static const struct { const char *what; int how; } cases[] = {
+		{ "a HELLO without the host part", 0 },
+		{ "a HELLO from another boot", 1 },
+		{ "a HELLO from another network namespace for 127.0.0.1", 2 },
+		{ "a HELLO from another network namespace for 192.0.2.1", 3 },
+	};
+	unsigned int i;
+	size_t n;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		memset(h.nonce, 0x5a, sizeof(h.nonce));
+		h.flags = cases[i].how ? FRAME_HELLO_F_HOST : 0;
+		host_boot_id(h.boot_id);
+		h.netns = host_netns();
+		sock_addr_v6("127.0.0.1", h.addr);
+		if (cases[i].how == 1)
+			h.boot_id[3] ^= 0x10;
+		if (cases[i].how >= 2)
+			h.netns += 1;
+		if (cases[i].how == 3)
+			sock_addr_v6("192.0.2.1", h.addr);
+		n = frame_encode_hello(msg + FRAME_HDR_LEN, &h);
+		frame_encode_hdr(msg, FRAME_HELLO, 0, (uint32_t)n);
+		garbage(true, s->port, cases[i].what, msg, FRAME_HDR_LEN + n,
+			false, -ESRCH);
+	}
+}
+
+static void fdpass_case(void)
+{
+	static const char *const modes[] = {
+		"passes the challenge", "answers the challenge wrong",
+		"skips the challenge",
+	};
+	struct hmc_buf *mine;
+	struct fake f;
+	struct end s;
+	int memfd, n, m, rc;
+
+	itest_prefix("%s fdpass: ", name);
+	if (end_new(&s, 0, SECRET, 0, 3000, true))
+		return;
+	host_check_case(&s);
+	if (hmc_buf_create(HMC_MEM_CPU, 0, BUF_SIZE, NULL, &mine) ||
+	    hmc_buf_export_fd(mine, 0, 0, HMC_BUF_EXPORT_RDWR, &memfd)) {
+		tap(false, "a memfd buffer to offer");
+		end_free(&s);
+		return;
+	}
+	for (m = 2; m >= 0; m--) {
+		n = raw_dialer_fds(&s, m, memfd, 30 + (uint32_t)m);
+		tap(m ? n == 0 : n == 1,
+		    "a raw unix dialer that %s and asks for shm receives %d descriptor(s)",
+		    modes[m], n);
+	}
+	close(memfd);
+	hmc_buf_destroy(mine);
+	end_free(&s);
+
+	memset(&f, 0, sizeof(f));
+	rc = fake_dial(&f, SECRET);
+	tap(rc == -EACCES && f.helloed && f.nfds == 0,
+	    "a fake listener that WELCOMEs a dialer with a secret unchallenged: %s, %d descriptor(s) reached it",
+	    hmc_strerror(rc), f.nfds);
+	memset(&f, 0, sizeof(f));
+	f.mode = 1;
+	rc = fake_dial(&f, SECRET);
+	tap(rc == -EACCES && f.helloed && f.nfds == 0,
+	    "a fake listener with a bad CHALLENGE: %s, %d descriptor(s) reached it",
+	    hmc_strerror(rc), f.nfds);
+	/* Without secrets, the dialer's shm request does carry its buffer. */
+	memset(&f, 0, sizeof(f));
+	rc = fake_dial(&f, NULL);
+	tap(rc && f.helloed && f.nfds == 1,
+	    "a dialer without a secret passes its descriptor after WELCOME (%d; connect: %s)",
+	    f.nfds, hmc_strerror(rc));
+}
+
 /* -------------------------------------------------------------- dup case */
 
 /* Another process claims rank 1, which is connected. */
@@ -1090,6 +1411,7 @@ int main(int argc, char **argv)
 	secret_case();
 	garbage_case();
 	raw_auth_case();
+	fdpass_case();
 	dup_case(&dup_h);
 	tags_case(&tags_h);
 	barrier_case(&barrier_h);
