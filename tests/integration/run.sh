@@ -82,6 +82,8 @@ if [ -x "$bin/test_faults" ]; then
 fi
 if [ -x "$here/netns.sh" ]; then
 	case_run multihost 150 -- "$here/netns.sh" "$bin/test_comm"
+	# one host, three network namespaces: AUTO still finds shm
+	case_run multihost-shm 150 -- "$here/netns.sh" "$bin/test_comm" shm
 fi
 
 echo "== integration summary"
