@@ -213,7 +213,18 @@ struct hmc_comm;
 typedef uint64_t hmc_req_t;
 
 enum hmc_transport {
-	/* shm for a peer on this host when both buffers come from /dev/hmc, else ucx */
+	/*
+	 * The first of these that both ends can bring up:
+	 *  - shm, for a peer on this host (its Unix control socket reached,
+	 *    in any network namespace, and the same kernel boot id) whose
+	 *    buffer can be shared: CPU buffers from /dev/hmc or a memfd;
+	 *  - verbs, for a peer reached over TCP control when our RDMA port is
+	 *    up and its address (RoCE GID) is the one the control connection
+	 *    leaves from (InfiniBand: an active port), and the peer's port is
+	 *    up too;
+	 *  - else ucx.
+	 * hmc_comm_peer_transport() says which one a peer got.
+	 */
 	HMC_TRANSPORT_AUTO,
 	HMC_TRANSPORT_UCX,		/* UCX (posix/cma on one host, tcp, ...) */
 	/*
@@ -226,7 +237,12 @@ enum hmc_transport {
 	 * get or put_signal to it fails with -EOPNOTSUPP.
 	 */
 	HMC_TRANSPORT_VERBS,
-	HMC_TRANSPORT_SHM,		/* same host: copies into the peer's mapped buffer */
+	/*
+	 * Same host: copies into the peer's mapped buffer (its /dev/hmc
+	 * dma-buf or memfd, passed over the Unix control socket once the
+	 * handshake has succeeded). CPU buffers only; needs Unix control.
+	 */
+	HMC_TRANSPORT_SHM,
 };
 
 /* "auto", "ucx", "verbs", "shm". */
@@ -272,7 +288,9 @@ struct hmc_buf *hmc_comm_buf(const struct hmc_comm *comm);
 /*
  * Accept control connections on @ip:@port (TCP; port 0 picks one) and, for
  * peers on this host, on a Unix socket named after the port whose peer
- * credentials are checked.
+ * credentials are checked: $HMC_RUNTIME_DIR/ctrl.<port>, by default
+ * /tmp/hmc-<euid>/ctrl.<port>, which peers in other network namespaces of
+ * the host reach too (else an abstract name, this namespace only).
  */
 int hmc_comm_listen(struct hmc_comm *comm, const char *ip, uint16_t port);
 
@@ -281,9 +299,11 @@ int hmc_comm_listen_port(const struct hmc_comm *comm);
 
 /*
  * Connect to rank @peer listening on @ip:@port and bring up @transport to it.
- * On return both sides count each other as connected. The Unix socket is
- * used when @ip is an address of this host (HMC_CTRL_TRANSPORT=tcp|unix
- * forces one). -EISCONN if
+ * On return both sides count each other as connected. The listener's Unix
+ * socket is tried first (its path, then, when @ip is an address of this
+ * host, its abstract name); a listener there that is not the one at
+ * @ip:@port refuses, and TCP is used (HMC_CTRL_TRANSPORT=tcp|unix forces
+ * one). -EISCONN if
  * already connected, -EACCES if authentication fails, -EEXIST if the peer
  * already has a connection from our rank, -ETIMEDOUT.
  */
