@@ -18,6 +18,9 @@
  * turn a store into SIGBUS), so a peer that dies leaves valid memory
  * behind: its failure is seen by the control connection, never as a fault
  * here. The mapping is dropped with the peer (disconnect or failure).
+ *
+ * A put writes its last byte last (shm_copy_in_order()), so that a peer
+ * polling the end of a message sees the whole of it, as over RDMA.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +33,7 @@
 #include "core/comm.h"
 #include "sys/host.h"
 #include "sys/log.h"
+#include "sys/util.h"
 
 #define SHM_BLOB_MAGIC	0x484d4353u	/* "HMCS" */
 /* be32 magic, be32 0, be64 size, boot id */
@@ -174,6 +178,27 @@ static void shm_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	free(sp);
 }
 
+/*
+ * A put's last byte becomes visible after all the others, as an RDMA write
+ * lands in address order: a peer that polls the end of a message (a
+ * sequence number, a flag) then reads a whole one, as it would over verbs.
+ * memcpy() alone promises no order (glibc writes the tail of a copy early,
+ * and large copies with non-temporal stores, which only a fence orders).
+ */
+static __hot void shm_copy_in_order(uint8_t *dst, const uint8_t *src,
+				    uint64_t len)
+{
+	if (!len)
+		return;
+	memcpy(dst, src, len - 1);
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_sfence();	/* plain stores are ordered already */
+#else
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
+	__atomic_store_n(dst + len - 1, src[len - 1], __ATOMIC_RELAXED);
+}
+
 static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		    uint64_t local_off, uint64_t remote_off, uint64_t len)
 {
@@ -188,7 +213,8 @@ static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		return -ERANGE;
 	switch (op) {
 	case REQ_PUT:
-		memcpy(sp->remote + remote_off, s->base + local_off, len);
+		shm_copy_in_order(sp->remote + remote_off, s->base + local_off,
+				  len);
 		break;
 	case REQ_GET:
 		memcpy(s->base + local_off, sp->remote + remote_off, len);

@@ -108,7 +108,8 @@ def python_run(stage_each):
 
 
 def hmcperf_run(hmcperf):
-    out = subprocess.run([hmcperf, "--loopback", "--json", "-t", "put_bw",
+    out = subprocess.run([hmcperf, "--loopback", "--json", "-x", "ucx",
+                          "-t", "put_bw",
                           "-s", str(SIZE), "-n", str(ITERS), "-w", str(WARMUP),
                           "-O", str(WINDOW)],
                          check=True, capture_output=True, text=True).stdout

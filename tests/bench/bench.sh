@@ -84,8 +84,8 @@ ucx_run() {
 	wait $srv || die "ucx_perftest server failed: $(cat "$tmp/ucx.srv")"
 }
 
-hmc_run() {
-	"$HMCPERF" --loopback --json "$@" >"$tmp/hmc.out" 2>"$tmp/hmc.err" ||
+hmc_run() {	# over UCX, as the reference
+	"$HMCPERF" --loopback --json -x ucx "$@" >"$tmp/hmc.out" 2>"$tmp/hmc.err" ||
 		die "hmcperf $* failed: $(cat "$tmp/hmc.err")"
 }
 
@@ -95,7 +95,7 @@ export UCX_LOG_LEVEL
 ucx_run -t ucp_put_lat -s 8 -n 10 -w 1
 unset UCX_LOG_LEVEL
 lanes_ucx=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$tmp/ucx.cli" | head -n 1)
-lanes_hmc=$(HMC_LOG=debug UCX_LOG_LEVEL=info "$HMCPERF" --loopback -t put_lat \
+lanes_hmc=$(HMC_LOG=debug UCX_LOG_LEVEL=info "$HMCPERF" --loopback -x ucx -t put_lat \
 	-s 8 -n 10 -w 1 2>&1 >/dev/null | grep -o 'ep_cfg\[[0-9]*\]: .*' | head -n 1)
 ctrl=${HMC_CTRL_TRANSPORT:-unix}
 case $ctrl in

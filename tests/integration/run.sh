@@ -71,6 +71,11 @@ case_run comm-2-auto-ctrl-tcp 120 "${posix[@]}" HMC_TEST_TRANSPORT=auto \
 case_run comm-2-ctrl-tcp 120 "${tcp[@]}" HMC_CTRL_TRANSPORT=tcp \
 	HMC_SECRET=integration-secret -- \
 	"$bin/test_comm" -n 2 -N comm-2-ctrl-tcp
+# a peer polling the last byte of a put (hmcperf's put_lat) sees all of it
+case_run hmcperf-shm 120 -- bash -c '"$0" --loopback --validate \
+	-t put_lat,put_bw,get_bw,put_signal_lat -s 8,100,4K,65537,1M,4M -O 8 &&
+	echo "ok - hmcperf-shm: validated put_lat, put_bw, get_bw, put_signal_lat"' \
+	"${O:-build}/tools/hmcperf"
 case_run threads-tcp 120 "${tcp[@]}" -- "$bin/test_threads" -i 16 -N threads-tcp
 case_run threads-posix 120 "${posix[@]}" -- "$bin/test_threads" -i 16 -N threads-posix
 case_run threads-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_threads" -i 16 -N threads-shm
