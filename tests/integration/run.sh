@@ -85,6 +85,9 @@ if [ -x "$bin/test_faults" ]; then
 	case_run faults-shm 150 "${posix[@]}" HMC_TEST_TRANSPORT=shm -- \
 		"$bin/test_faults" -N faults-shm
 fi
+# issue 15's defect 3 with the defaults (the program unsets UCX_TLS): a
+# listener serving a good client while 120 dialers die at random moments
+case_run kills 180 -- "$bin/test_kills" -n 120 -N kills
 if [ -x "$here/netns.sh" ]; then
 	case_run multihost 150 -- "$here/netns.sh" "$bin/test_comm"
 	# one host, three network namespaces: AUTO still finds shm
