@@ -246,6 +246,7 @@ class ApiTest(unittest.TestCase):
         self.assertIs(hmc.MemoryType.AMD_GPU, hmc.MemoryType.ROCM)
         self.assertIs(hmc.ConnType.RDMA, hmc.ConnType.VERBS)
         self.assertEqual(int(hmc.ConnType.UCX), 1)      # enum hmc_transport
+        self.assertEqual(int(hmc.ConnType.SHM), 3)
         self.assertEqual(hmc.Status.of_errno(-errno.ETIMEDOUT),
                          hmc.Status.TIMEOUT)
         self.assertEqual(hmc.Status.of_errno(0), hmc.Status.SUCCESS)

@@ -157,3 +157,6 @@ bench_put_bw ucx_put_bw_1MiB 1048576 $BW1M_ITERS $BW1M_WARM
 bench_put_lat
 bench_ctrl_rtt
 printf '%s' "$RATIOS"
+
+# The shm section, a script of its own (tests/bench/shm.sh).
+"$(dirname "$0")/shm.sh"
