@@ -538,24 +538,30 @@ static int hs_welcome(struct hmc_comm *c, struct conn *cn)
 
 /*
  * Over a Unix socket, whether we are the listener the dialer meant: on
- * the same boot, and either in its network namespace or owning the
- * (non-loopback) address it dialed. 0 or -ESRCH.
+ * the same boot; listening on the address it dialed (any, if we listen on
+ * all of them); and either in its network namespace or owning that
+ * (non-loopback) address in ours. 0 or -ESRCH.
  */
 static int hs_check_host(struct hmc_comm *c, const struct frame_hello *h)
 {
-	uint8_t boot_id[HOST_BOOT_ID_LEN];
+	uint8_t boot_id[HOST_BOOT_ID_LEN], bound[16];
 	uint64_t netns = host_netns();
+	bool any;
 
 	if (!(h->flags & FRAME_HELLO_F_HOST))
 		return -ESRCH;
 	host_boot_id(boot_id);
 	if (!host_same_boot(boot_id, h->boot_id))
 		return -ESRCH;
+	if (sock_bound_v6(c->tcp_lfd, bound, &any) ||
+	    (!any && memcmp(bound, h->addr, sizeof(bound))))
+		goto other;
 	if (netns && h->netns == netns)
 		return 0;
 	if (sock_v6_locality(h->addr) == SOCK_ADDR_LOCAL)
 		return 0;
-	pr_debug("rank %u: a unix dialer from another network namespace meant another listener",
+other:
+	pr_debug("rank %u: a unix dialer meant another listener (another address or network namespace)",
 		 c->rank);
 	return -ESRCH;
 }

@@ -410,6 +410,29 @@ int sock_addr_v6(const char *ip, uint8_t out[16])
 	return rc;
 }
 
+int sock_bound_v6(int fd, uint8_t out[16], bool *any)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -errno;
+	memset(out, 0, 16);
+	if (ss.ss_family == AF_INET6) {
+		memcpy(out, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+		*any = IN6_IS_ADDR_UNSPECIFIED(
+			&((struct sockaddr_in6 *)&ss)->sin6_addr);
+	} else if (ss.ss_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+		*any = ((struct sockaddr_in *)&ss)->sin_addr.s_addr ==
+		       htonl(INADDR_ANY);
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	return 0;
+}
+
 int sock_v6_locality(const uint8_t addr[16])
 {
 	static const uint8_t v4mapped[12] = {

@@ -53,6 +53,9 @@ enum {
 	SOCK_ADDR_LOCAL,	/* an address of one of its interfaces */
 };
 
+/* The address socket @fd is bound to, as sock_addr_v6(); *@any if a wildcard. */
+int sock_bound_v6(int fd, uint8_t out[16], bool *any);
+
 /* Where @addr (from sock_addr_v6()) lives: SOCK_ADDR_* or -errno. */
 int sock_v6_locality(const uint8_t addr[16]);
 

@@ -23,6 +23,11 @@
  *            does. A Unix HELLO that is not meant for this listener
  *            (no host part, another boot, another network namespace and
  *            an address not ours) is refused with -ESRCH.
+ *  unixpath  the Unix control socket's path: a stale socket there (its
+ *            listener killed) is replaced, the path goes with the
+ *            listener; two listeners of one rank on one port, at
+ *            127.0.0.1 and 127.0.0.2 (the second without the path): a
+ *            dialer to either reaches that one, every byte checked.
  *  dup       a second process (and a second communicator) claiming a rank
  *            that is connected: -EEXIST; the first connection still works.
  *  tags      tags queued before a peer disconnected (BYE) or was killed
@@ -45,6 +50,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <poll.h>
@@ -1138,6 +1144,105 @@ static void fdpass_case(void)
 	    f.nfds, hmc_strerror(rc));
 }
 
+/* --------------------------------------------------------- unixpath case */
+
+/* A communicator of @rank listening on @ip:@port. 0 or -1. */
+static int end_listen(struct end *e, uint32_t rank, const char *ip,
+		      uint16_t port)
+{
+	HMC_OPTS(hmc_comm_opts, o, .rank = rank, .op_timeout_ms = 10000);
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	rc = hmc_buf_create(HMC_MEM_CPU, 0, BUF_SIZE, NULL, &e->buf);
+	if (!rc)
+		rc = hmc_comm_create(e->buf, &o, &e->comm);
+	if (!rc)
+		rc = hmc_comm_listen(e->comm, ip, port);
+	if (rc) {
+		tap(false, "rank %u listening on %s:%u: %s", rank, ip, port,
+		    hmc_strerror(rc));
+		if (e->comm)
+			hmc_comm_destroy(e->comm);
+		if (e->buf)
+			hmc_buf_destroy(e->buf);
+		e->buf = NULL;
+		return -1;
+	}
+	e->p = hmc_buf_ptr(e->buf);
+	e->port = port;
+	return 0;
+}
+
+/* Connect rank @cr to @ip:@s->port (AUTO) and move data with @s. */
+static bool dial_exchange(struct end *c, uint32_t cr, const char *ip,
+			  struct end *s, uint64_t seed, const char *what)
+{
+	int rc;
+
+	if (end_new(c, cr, NULL, 0, 5000, false))
+		return false;
+	rc = hmc_comm_connect(c->comm, 0, ip, s->port, HMC_TRANSPORT_AUTO);
+	if (rc) {
+		tap(false, "%s: connect: %s", what, hmc_strerror(rc));
+		end_free(c);
+		return false;
+	}
+	return tap(hmc_comm_is_connected(s->comm, cr) && exchange(c, s, 0, seed),
+		   "%s: connected over %s, verified data with that listener",
+		   what, hmc_transport_name(hmc_comm_peer_transport(c->comm, 0)));
+}
+
+static void unixpath_case(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	socklen_t sl = sizeof(sin);
+	struct end a, b, c;
+	struct stat st;
+	uint16_t port;
+	int fd;
+
+	itest_prefix("%s unixpath: ", name);
+	/* A free port, and a socket at its path that nobody listens on. */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    getsockname(fd, (struct sockaddr *)&sin, &sl)) {
+		tap(false, "a free port: %s", strerror(errno));
+		return;
+	}
+	close(fd);
+	port = ntohs(sin.sin_port);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || sock_unix_path(sun.sun_path, sizeof(sun.sun_path), port,
+				     true) ||
+	    bind(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		tap(false, "a stale socket at the path: %s", strerror(errno));
+		return;
+	}
+	close(fd);		/* left behind, as by a killed listener */
+
+	if (end_listen(&a, 0, "127.0.0.1", port))
+		return;
+	tap(!stat(sun.sun_path, &st) && S_ISSOCK(st.st_mode),
+	    "a listener replaces the stale socket at %s", sun.sun_path);
+	if (dial_exchange(&c, 1, "127.0.0.1", &a, 0xa1, "to 127.0.0.1"))
+		end_free(&c);
+	/* The same rank and port at another address: not at the path. */
+	if (!end_listen(&b, 0, "127.0.0.2", port)) {
+		if (dial_exchange(&c, 2, "127.0.0.2", &b, 0xb2,
+				  "to 127.0.0.2, whose port's path is another listener's"))
+			end_free(&c);
+		tap(!hmc_comm_is_connected(a.comm, 2),
+		    "the listener at the path did not take the dialer meant for 127.0.0.2");
+		end_free(&b);
+	}
+	end_free(&a);
+	tap(stat(sun.sun_path, &st) && errno == ENOENT,
+	    "the path goes with its listener");
+}
+
 /* -------------------------------------------------------------- dup case */
 
 /* Another process claims rank 1, which is connected. */
@@ -1412,6 +1517,7 @@ int main(int argc, char **argv)
 	garbage_case();
 	raw_auth_case();
 	fdpass_case();
+	unixpath_case();
 	dup_case(&dup_h);
 	tags_case(&tags_h);
 	barrier_case(&barrier_h);

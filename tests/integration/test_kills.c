@@ -78,6 +78,21 @@ static int setup(uint32_t rank, bool listen, struct hmc_buf **buf,
 
 /* ------------------------------------------------------------- listener */
 
+/* Mappings of memfd ConnBuffers in this process (ours and our peers'). */
+static int memfd_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "/memfd:hmc-connbuf") != NULL;
+	fclose(f);
+	return n;
+}
+
 /* Rank 0: 0 if it served every round right and saw every dialer go. */
 static int listener(int port_fd)
 {
@@ -138,6 +153,13 @@ static int listener(int port_fd)
 	    n);
 	if (n != 1)
 		bad++;
+	/* Over shm, their buffers went with them: ours and the client's stay. */
+	if (hmc_comm_peer_transport(comm, RANK_CLIENT) == HMC_TRANSPORT_SHM) {
+		n = memfd_mappings();
+		if (!tap(n == 2, "the dead dialers' buffers are unmapped: %d memfd mappings left (ours, the client's)",
+			 n))
+			bad++;
+	}
 	hmc_comm_send_tag(comm, RANK_CLIENT, TAG_DONE);
 	/* The client closes first: its goodbye is not a failure. */
 	hmc_comm_recv_tag(comm, RANK_CLIENT, &tag, 10000);
