@@ -320,7 +320,9 @@ static void params_for(const struct opts *o, enum perf_test t, size_t size,
 		    (iters + 9) / 10;
 	p->window = o->window;
 	p->validate = o->validate;
-	p->passive = o->transport == HMC_TRANSPORT_VERBS;
+	/* RDMA and shm need no target: it waits on the control socket. */
+	p->passive = o->transport == HMC_TRANSPORT_VERBS ||
+		     o->transport == HMC_TRANSPORT_SHM;
 }
 
 /* Bytes each area of the buffer needs for every test and size asked for. */
