@@ -29,8 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/peer.h"
 #include "mem/buf.h"
-#include "core/comm.h"
 #include "sys/host.h"
 #include "sys/log.h"
 #include "sys/util.h"
@@ -233,11 +233,6 @@ static int shm_idle(void *ctx)
 	return 0;
 }
 
-static int shm_event_fd(void *ctx)
-{
-	return -1;
-}
-
 const struct xport_ops xport_shm_ops = {
 	.type = HMC_TRANSPORT_SHM,
 	.init = shm_init,
@@ -251,5 +246,4 @@ const struct xport_ops xport_shm_ops = {
 	.post = shm_post,
 	.progress = shm_idle,
 	.arm = shm_idle,
-	.event_fd = shm_event_fd,
 };

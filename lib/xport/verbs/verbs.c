@@ -69,8 +69,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/peer.h"
 #include "mem/buf.h"
-#include "core/comm.h"
 #include "sys/lock.h"
 #include "sys/log.h"
 #include "xport/verbs/verbs.h"
