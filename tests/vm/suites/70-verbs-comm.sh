@@ -4,8 +4,7 @@
 # the default 1 MiB and of an odd 100003 bytes (random transfers run up to
 # 3 MiB and are never a multiple of either), 2 and 4 ranks, ConnBuffers
 # from a memfd (mlocked) and from /dev/hmc (whose counters must return to
-# zero), every byte checked; several threads posting on one communicator;
-# what HMC_TRANSPORT_AUTO picks with and without a port that reaches.
+# zero), every byte checked; several threads posting on one communicator.
 SUITE=verbs-comm
 # shellcheck source=tests/vm/suites/70-verbs.lib
 . "$(dirname "$0")/70-verbs.lib"
@@ -21,12 +20,4 @@ run_mlock HMC_TEST_TRANSPORT=verbs HMC_TEST_CHS=4 \
 	"$comm" -n 4 -t 200 -N verbs-4ch-4ranks-mlock
 run_mlock HMC_TEST_TRANSPORT=verbs HMC_TEST_CHS=4 HMC_VERBS_CHUNK=65536 \
 	"$threads" -N verbs-threads-4ch
-# AUTO between ranks that reach each other at rxe0's address over TCP
-# control (as two hosts would): verbs. Over loopback control, rxe0 is not
-# what reaches the peer: AUTO leaves it alone.
-run_mlock HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=verbs \
-	HMC_CTRL_TRANSPORT=tcp "$comm" -n 2 \
-	--ips "$HMC_RXE_IP,$HMC_RXE_IP" -N verbs-auto
-run_mlock "${UCX_TCP[@]}" HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=ucx \
-	HMC_CTRL_TRANSPORT=tcp "$comm" -n 2 -N verbs-auto-loopback-ucx
 exit $suite_rc
