@@ -91,6 +91,8 @@ struct hmc_comm {
 
 	struct comm_listener listeners[2];	/* TCP, Unix */
 	uint16_t tcp_port;
+	char unix_path[108];		/* the Unix listener's path, or "" */
+	uint64_t unix_ino;		/* its inode, to remove only ours */
 
 	pthread_mutex_t xport_lock;	/* init of transports */
 	struct xport_slot xports[XPORT_SLOTS];

@@ -85,8 +85,8 @@ ucx_run() {
 	wait $srv || die "ucx_perftest server failed: $(cat "$tmp/ucx.srv")"
 }
 
-hmc_run() {
-	"$HMCPERF" --loopback --json "$@" >"$tmp/hmc.out" 2>"$tmp/hmc.err" ||
+hmc_run() {	# over UCX, as the reference
+	"$HMCPERF" --loopback --json -x ucx "$@" >"$tmp/hmc.out" 2>"$tmp/hmc.err" ||
 		die "hmcperf $* failed: $(cat "$tmp/hmc.err")"
 }
 
@@ -96,7 +96,7 @@ export UCX_LOG_LEVEL
 ucx_run -t ucp_put_lat -s 8 -n 10 -w 1
 unset UCX_LOG_LEVEL
 lanes_ucx=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$tmp/ucx.cli" | head -n 1)
-lanes_hmc=$(HMC_LOG=debug UCX_LOG_LEVEL=info "$HMCPERF" --loopback -t put_lat \
+lanes_hmc=$(HMC_LOG=debug UCX_LOG_LEVEL=info "$HMCPERF" --loopback -x ucx -t put_lat \
 	-s 8 -n 10 -w 1 2>&1 >/dev/null | grep -o 'ep_cfg\[[0-9]*\]: .*' | head -n 1)
 ctrl=${HMC_CTRL_TRANSPORT:-unix}
 case $ctrl in
@@ -188,3 +188,6 @@ bench_put_lat
 bench_ctrl_rtt
 bench_ctrl_rtt_tls
 printf '%s' "$RATIOS"
+
+# The shm section, a script of its own (tests/bench/shm.sh).
+"$(dirname "$0")/shm.sh"
