@@ -24,6 +24,7 @@ static const struct xport_ops *const xport_table[XPORT_SLOTS] = {
 	[HMC_TRANSPORT_UCX] = &xport_ucx_ops,
 	[HMC_TRANSPORT_VERBS] = &xport_verbs_ops,
 	[HMC_TRANSPORT_SHM] = &xport_shm_ops,
+	[HMC_TRANSPORT_TCP] = &xport_tcp_ops,
 };
 
 const char *hmc_transport_name(enum hmc_transport transport)
@@ -37,6 +38,8 @@ const char *hmc_transport_name(enum hmc_transport transport)
 		return "verbs";
 	case HMC_TRANSPORT_SHM:
 		return "shm";
+	case HMC_TRANSPORT_TCP:
+		return "tcp";
 	}
 	return "unknown";
 }
@@ -784,10 +787,22 @@ int hmc_comm_put_signal(struct hmc_comm *c, uint32_t peer, size_t local_off,
 
 int hmc_comm_send_tag(struct hmc_comm *c, uint32_t peer, uint64_t tag)
 {
+	const struct xport_ops *xops;
+	int64_t deadline;
+	struct peer *p;
+	int rc;
+
 	if (!c)
 		return -EINVAL;
-	return send_frame(c, peer, FRAME_TAG, tag,
-			  deadline_after_ms(c->op_timeout_ms));
+	deadline = deadline_after_ms(c->op_timeout_ms);
+	rc = peer_connected(c, peer, &p);
+	if (rc)
+		return rc;
+	xops = p->xops;
+	peer_put(p);
+	if (xops->tags_in_band)	/* in line with put_signal's tags */
+		return post_wait(c, peer, REQ_PUT, 0, 0, 0, &tag, deadline);
+	return send_frame(c, peer, FRAME_TAG, tag, deadline);
 }
 
 struct tag_wait {

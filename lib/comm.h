@@ -32,7 +32,7 @@
 #include "util.h"
 #include "xport.h"
 
-#define XPORT_SLOTS	(HMC_TRANSPORT_SHM + 1)
+#define XPORT_SLOTS	(HMC_TRANSPORT_TCP + 1)
 
 /* What an epoll event refers to. */
 enum psrc_kind {

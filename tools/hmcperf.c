@@ -71,8 +71,9 @@ static void usage(FILE *f)
 "  -w ITERS       warm-up iterations (default: a tenth of -n)\n"
 "  -O COUNT       outstanding operations of *_bw tests (default %d)\n"
 "  -x TRANSPORT   ucx (default), verbs (device: HMC_IB_DEV=dev[:port]),\n"
-"                 shm (same host, buffers from /dev/hmc) or auto\n"
-"  --chs N        verbs: queue pairs per peer, large transfers striped (1..%d)\n"
+"                 shm (same host, buffers from /dev/hmc), tcp or auto\n"
+"  --chs N        verbs: queue pairs, tcp: streams per peer; large transfers\n"
+"                 striped (1..%d)\n"
 "  -S SECRET      shared secret (default: HMC_SECRET; --loopback: random)\n"
 "  -v, --validate non-uniform payloads, every byte checked by the receiver\n"
 "  -j, --json     one JSON object per result line\n"
@@ -229,6 +230,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				o->transport = HMC_TRANSPORT_VERBS;
 			} else if (!strcmp(optarg, "shm")) {
 				o->transport = HMC_TRANSPORT_SHM;
+			} else if (!strcmp(optarg, "tcp")) {
+				o->transport = HMC_TRANSPORT_TCP;
 			} else if (!strcmp(optarg, "auto")) {
 				o->transport = HMC_TRANSPORT_AUTO;
 			} else {

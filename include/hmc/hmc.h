@@ -217,6 +217,12 @@ enum hmc_transport {
 	 */
 	HMC_TRANSPORT_VERBS,
 	HMC_TRANSPORT_SHM,		/* same host: copies into the peer's mapped buffer */
+	/*
+	 * Plain TCP streams (num_chs of them per peer, large transfers
+	 * striped): one-sided, served by the target's progress engine; CPU
+	 * ConnBuffers.
+	 */
+	HMC_TRANSPORT_TCP,
 };
 
 /* "auto", "ucx", "verbs", "shm". */
@@ -240,6 +246,7 @@ struct hmc_comm_opts {
 	/*
 	 * Verbs: RC queue pairs per peer (default 1, at most
 	 * HMC_VERBS_MAX_CHANNELS); large transfers are striped across them.
+	 * TCP: streams per peer, the larger of both sides' num_chs.
 	 */
 	uint32_t num_chs;
 	/* Verbs: device name; NULL takes HMC_IB_DEV, else the first active port. */

@@ -599,6 +599,8 @@ enum hmc_transport itest_transport(int a, int b)
 		return HMC_TRANSPORT_VERBS;
 	if (!strncmp(s, "shm", 3))
 		return HMC_TRANSPORT_SHM;
+	if (!strncmp(s, "tcp", 3))
+		return HMC_TRANSPORT_TCP;
 	if (!strncmp(s, "auto", 4))
 		return HMC_TRANSPORT_AUTO;
 	return HMC_TRANSPORT_UCX;
