@@ -1,9 +1,10 @@
 #!/bin/bash
 # Multi-host on one machine: three network namespaces, one rank in each,
 # joined by veth pairs to a bridge in the first; test_comm runs all-to-all
-# put/get/put_signal over TCP control and UCX tcp between them, every byte
-# checked. Only the addresses of the veths made here are used, and the
-# namespaces (with their links) go away on exit, whatever happens.
+# put/get/put_signal over TCP control and UCX tcp between them (or the
+# transport HMC_TEST_TRANSPORT names), every byte checked. Only the
+# addresses of the veths made here are used, and the namespaces (with
+# their links) go away on exit, whatever happens.
 #   tests/integration/netns.sh PATH/TO/test_comm
 set -u
 prog=${1:?usage: netns.sh PATH/TO/test_comm}

@@ -71,6 +71,21 @@ fi
 if [ -x "$here/netns.sh" ]; then
 	case_run multihost 150 -- "$here/netns.sh" "$bin/test_comm"
 fi
+# libhmc's own tcp transport (HMC_TRANSPORT_TCP); faults keeps UCX's
+# settings for its segs case, which is about UCX
+xtcp=(HMC_TEST_TRANSPORT=tcp)
+case_run comm-2-xtcp 120 "${xtcp[@]}" -- "$bin/test_comm" -n 2 -N comm-2-xtcp
+case_run comm-4-xtcp 150 "${xtcp[@]}" -- "$bin/test_comm" -n 4 -N comm-4-xtcp
+case_run threads-xtcp 120 "${xtcp[@]}" -- "$bin/test_threads" -i 16 -N threads-xtcp
+if [ -x "$bin/test_faults" ]; then
+	case_run faults-xtcp 150 "${tcp[@]}" "${xtcp[@]}" -- \
+		"$bin/test_faults" -N faults-xtcp
+fi
+case_run xtcp-liars 90 -- "$bin/test_tcp" -N xtcp-liars
+if [ -x "$here/netns.sh" ]; then
+	case_run multihost-xtcp 150 "${xtcp[@]}" -- "$here/netns.sh" \
+		"$bin/test_comm"
+fi
 
 echo "== integration summary"
 [ "$failed" = 0 ] || printf '%s\n' "${failures[@]}"
