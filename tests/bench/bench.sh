@@ -14,7 +14,7 @@
 # With posix/sysv, ucx_perftest would put into UCX-allocated shared memory
 # with plain stores, which user buffers such as libhmc's cannot use.
 # libhmc sets UCX's tcp send segment to 64 KiB for its own context (UCX's
-# default is 8 KiB; see ucx_tune_tcp() in lib/xport_ucx.c): ucx_perftest
+# default is 8 KiB; see ucx_tune_tcp() in lib/xport/ucx.c): ucx_perftest
 # gets the same with UCX_TCP_TX_SEG_SIZE, so that both tools run the same
 # UCX configuration and the ratios measure libhmc, not the segment size.
 # ucx_perftest runs with -e: libhmc's endpoints ask for peer-failure

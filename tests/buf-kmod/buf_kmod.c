@@ -26,8 +26,8 @@
 
 #include <hmc/hmc.h>
 
-#include "buf.h"
-#include "devhmc.h"
+#include "mem/buf.h"
+#include "mem/devhmc.h"
 #include "pattern.h"
 
 #define BUF_SIZE	((3 << 20) + 123)	/* not a page multiple */

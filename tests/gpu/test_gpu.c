@@ -29,7 +29,7 @@
 
 #include <hmc/hmc.h>
 
-#include "mem.h"
+#include "mem/mem.h"
 #include "pattern.h"
 
 #define EXIT_SKIP	77

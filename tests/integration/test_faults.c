@@ -44,7 +44,7 @@
 
 #include <hmc/hmc.h>
 
-#include "frame.h"
+#include "wire/frame.h"
 #include "itest.h"
 
 #define MIB		(1024 * 1024)
@@ -479,7 +479,7 @@ static int raw_connect(bool is_unix, uint16_t port)
 	if (fd < 0)
 		return -1;
 	if (is_unix) {
-		/* The control socket's abstract name (lib/sock.c). */
+		/* The control socket's abstract name (lib/wire/sock.c). */
 		n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1,
 			     "hmc.ctrl.%u", port);
 		len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +

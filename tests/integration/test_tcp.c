@@ -3,7 +3,7 @@
  * test_tcp: the TCP transport against peers that lie. A fake dialer goes
  * through the real control handshake with raw sockets, asks for the tcp
  * transport, opens the data connection it is told to, with the token it
- * is given, and then sends frames (lib/xport_tcp.h):
+ * is given, and then sends frames (lib/xport/tcp.h):
  *
  *  valid     a PUT in range, then FLUSH: the bytes land, FLUSH_ACK comes
  *            (the fake speaks the protocol, so what follows tests refusal)
@@ -33,10 +33,10 @@
 
 #include <hmc/hmc.h>
 
-#include "frame.h"
 #include "itest.h"
-#include "util.h"
-#include "xport_tcp.h"
+#include "sys/util.h"
+#include "wire/frame.h"
+#include "xport/tcp.h"
 
 #define MIB		(1024 * 1024)
 #define BUF_SIZE	(4 * MIB + 333)

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "auth.h"
+#include "wire/auth.h"
 #include "pattern.h"
 #include "run_tcase.h"
 

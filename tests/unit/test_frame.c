@@ -10,8 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "frame.h"
+#include <hmc/hmc.h>
+
+#include "sys/util.h"
+#include "wire/conn.h"
+#include "wire/frame.h"
 #include "pattern.h"
 #include "run_tcase.h"
 

@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "lock.h"
+#include "sys/lock.h"
 #include "run_tcase.h"
 
 #define THREADS		4

@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "comm.h"
-#include "req.h"
+#include "core/peer.h"
+#include "core/req.h"
 #include "run_tcase.h"
 
 static struct req_table t;
