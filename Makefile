@@ -4,7 +4,8 @@
 #   make kmod         build hmc.ko against KDIR (Debian's 6.1, never the host's)
 #   make run          install dependencies, build, run the loopback demo
 #   make test         install dependencies, build, run every test (guest too)
-#   make bench        install dependencies, build, print the RATIO lines
+#   make bench        install dependencies, build, print the RATIO lines (host)
+#   make bench-vm     the guest benchmarks (soft-RoCE verbs, /dev/hmc), ~30 min
 #   make vm-test      the kernel tests in the QEMU guest
 #   make dkms-install register, build and install hmc.ko with DKMS for KVER
 #   make install      libhmc, its header, pkg-config file and tools
@@ -30,7 +31,7 @@ HMC_CFLAGS	:= -std=gnu11 $(WARNINGS)
 CHECK_CFLAGS	:= $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS	:= $(shell pkg-config --libs check 2>/dev/null)
 
-.PHONY: all deps kmod kmod-clean run test bench vm-test dkms-install \
+.PHONY: all deps kmod kmod-clean run test bench bench-vm vm-test dkms-install \
 	dkms-uninstall install clean _run _test _bench
 .DEFAULT_GOAL := all
 
@@ -45,6 +46,8 @@ test: deps
 	@$(MAKE) --no-print-directory _test
 bench: deps
 	@$(MAKE) --no-print-directory _bench
+bench-vm: deps
+	@$(MAKE) --no-print-directory vm-bench
 
 kmod:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules

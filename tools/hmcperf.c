@@ -323,6 +323,7 @@ static void params_for(const struct opts *o, enum perf_test t, size_t size,
 	p->window = o->window;
 	p->validate = o->validate;
 	p->passive = o->transport == HMC_TRANSPORT_VERBS;
+	p->target_sleeps = o->transport == HMC_TRANSPORT_TCP;
 }
 
 /* Bytes each area of the buffer needs for every test and size asked for. */
@@ -417,6 +418,7 @@ static int serve_test(struct session *s, uint64_t arg)
 		return rc;
 	p.validate = prm >> 48 & 1;
 	p.passive = prm >> 49 & 1;
+	p.target_sleeps = prm >> 50 & 1;
 	p.window = prm >> 32 & 0xffff;
 	p.iters = prm & 0xffffffff;
 	if (p.test >= PERF_TEST_MAX || !p.size || !p.window ||
@@ -586,6 +588,7 @@ static int client_test(struct session *s, const struct perf_params *p,
 	rc = perf_send(pf, TAG_CMD_TEST, (uint64_t)p->test << 48 | p->size);
 	if (!rc)
 		rc = perf_send(pf, TAG_CMD_PARAMS,
+			       (uint64_t)p->target_sleeps << 50 |
 			       (uint64_t)p->passive << 49 |
 			       (uint64_t)p->validate << 48 |
 			       (uint64_t)p->window << 32 | count);

@@ -1,10 +1,12 @@
-# Host benchmarks of `make bench` (tests/bench/bench.sh): hmcperf against
-# ucx_perftest and against sockpp, a raw socket ping-pong, printing RATIO
-# lines. Needs HMCPERF from tools/tools.mk, included before this fragment.
+# Host benchmarks of `make bench`: tests/bench/bench.sh runs each section
+# script (ucx.sh: hmcperf over UCX against ucx_perftest and a socket
+# ping-pong; tcp.sh: the tcp transport against raw TCP and UCX tcp between
+# two network namespaces; ...), printing RATIO lines and the total time.
+# Needs HMCPERF from tools/tools.mk, included before this fragment.
 
 SOCKPP		:= $(O)/tests/bench/sockpp
 MEMCPY_BW	:= $(O)/tests/bench/memcpy_bw
-BENCH_REPS	?= 11
+BENCH_REPS	?= 3
 VM_TEST_PROGS	+= $(MEMCPY_BW)	# the shm benchmark's reference, in the guest
 
 all: $(SOCKPP) $(MEMCPY_BW)
@@ -15,6 +17,6 @@ $(O)/tests/bench/%: tests/bench/%.c
 
 .PHONY: bench-host
 _bench: bench-host
-bench-host: $(HMCPERF) $(SOCKPP)
-	@HMCPERF=$(HMCPERF) SOCKPP=$(SOCKPP) BENCH_REPS=$(BENCH_REPS) \
-		tests/bench/bench.sh
+bench-host: $(HMCPERF) $(SOCKPP) $(MEMCPY_BW)
+	@HMCPERF=$(HMCPERF) SOCKPP=$(SOCKPP) MEMCPY_BW=$(MEMCPY_BW) \
+		BENCH_REPS=$(BENCH_REPS) tests/bench/bench.sh
