@@ -84,6 +84,9 @@ fi
 xtcp=(HMC_TEST_TRANSPORT=tcp)
 case_run comm-2-xtcp 120 "${xtcp[@]}" -- "$bin/test_comm" -n 2 -N comm-2-xtcp
 case_run comm-4-xtcp 150 "${xtcp[@]}" -- "$bin/test_comm" -n 4 -N comm-4-xtcp
+# three streams per peer: large puts and gets striped, put_signal on one
+case_run comm-3-xtcp-3ch 150 "${xtcp[@]}" HMC_TEST_CHS=3 -- \
+	"$bin/test_comm" -n 3 -N comm-3-xtcp-3ch
 case_run threads-xtcp 120 "${xtcp[@]}" -- "$bin/test_threads" -i 16 -N threads-xtcp
 if [ -x "$bin/test_faults" ]; then
 	case_run faults-xtcp 150 "${tcp[@]}" "${xtcp[@]}" -- \
