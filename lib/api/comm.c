@@ -11,6 +11,7 @@
 #include "mem/buf.h"
 #include "core/comm.h"
 #include "mem/devhmc.h"
+#include "msg/msg.h"
 #include "sys/log.h"
 #include "sys/opts.h"
 #include "wire/sock.h"
@@ -264,9 +265,12 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 	req_table_init(&c->reqs);
 	/* Peer reports are for monitors: without hmc.ko there are none. */
 	c->report_fd = devhmc_open(HMC_FEAT_PEER_STATE, NULL, HMC_LOG_DEBUG);
-	rc = progress_init(c);
+	rc = msg_init(c, o.msg_slot_size, o.msg_region);
 	if (rc)
 		goto err_reqs;
+	rc = progress_init(c);
+	if (rc)
+		goto err_msg;
 	if (!(o.flags & HMC_COMM_F_NO_PROGRESS_THREAD)) {
 		rc = progress_start_thread(c);
 		if (rc)
@@ -277,6 +281,8 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 
 err_progress:
 	progress_fini(c);
+err_msg:
+	c->ext->fini(c);
 err_reqs:
 	if (c->report_fd >= 0)
 		close(c->report_fd);
@@ -335,6 +341,7 @@ void hmc_comm_destroy(struct hmc_comm *c)
 	}
 	progress_unlock(c);
 	progress_fini(c);
+	c->ext->fini(c);
 
 	for (i = 0; i < XPORT_SLOTS; i++)
 		if (c->xports[i].ctx)

@@ -135,6 +135,21 @@ struct progress {
 
 #define PEER_HASH_SIZE	256
 
+/*
+ * A layer above the core that rides on the control plane and the progress
+ * engine (lib/msg). The core calls it; it calls the core's functions, never
+ * the other way round through headers.
+ */
+struct comm_ext {
+	/* A FRAME_MSG from connected @p (progress.lock held): 0 or an error that fails @p. */
+	int (*frame)(struct hmc_comm *c, struct peer *p, const uint8_t *payload,
+		     uint32_t len);
+	/* Every progress round (progress.lock held): events handled. */
+	int (*progress)(struct hmc_comm *c);
+	/* hmc_comm_destroy(), once every peer is torn down. */
+	void (*fini)(struct hmc_comm *c);
+};
+
 struct hmc_comm {
 	struct hmc_buf *buf;
 	uint32_t rank;
@@ -171,6 +186,9 @@ struct hmc_comm {
 
 	struct req_table reqs;
 	struct progress progress;
+
+	const struct comm_ext *ext;	/* set at creation, or NULL */
+	void *ext_ctx;
 };
 
 /* ---- peers (comm.c) */

@@ -416,6 +416,10 @@ static int peer_frame(struct hmc_comm *c, struct peer *p,
 		return rc;
 	case FRAME_XPORT_REQ:
 		return xport_accept(c, p, h, payload);
+	case FRAME_MSG:
+		if (p->state != PEER_CONNECTED || !c->ext)
+			return -EPROTO;
+		return c->ext->frame(c, p, payload, h->len);
 	case FRAME_BYE:
 		pr_debug("rank %u: rank %u disconnected", c->rank, p->rank);
 		ctrl_teardown(c, p, -ENOTCONN, false, false);

@@ -120,6 +120,8 @@ __hot int progress_xports(struct hmc_comm *c)
 	for (i = 0; i < XPORT_SLOTS; i++)
 		if (__atomic_load_n(&c->xports[i].ctx, __ATOMIC_ACQUIRE))
 			n += progress_slot(&c->xports[i]);
+	if (c->ext)
+		n += c->ext->progress(c);
 	return n;
 }
 
@@ -195,6 +197,8 @@ int progress_once(struct hmc_comm *c, int timeout_ms)
 
 	n = progress_unarmed_xports(c);
 	n += ctrl_reap_failed(c);
+	if (c->ext)
+		n += c->ext->progress(c);
 	hs_deadline = ctrl_expire_handshakes(c);
 
 	wait = n ? 0 : timeout_ms;
@@ -240,6 +244,8 @@ int progress_once(struct hmc_comm *c, int timeout_ms)
 		}
 	}
 	n += ctrl_reap_failed(c);
+	if (c->ext)
+		n += c->ext->progress(c);
 	if (n)
 		comm_broadcast(c);
 	return n;

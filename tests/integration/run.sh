@@ -68,6 +68,19 @@ if [ -x "$bin/test_faults" ]; then
 	case_run faults-tcp 150 "${tcp[@]}" -- "$bin/test_faults" -N faults-tcp
 	case_run faults-posix 150 "${posix[@]}" -- "$bin/test_faults" -N faults-posix
 fi
+# messages: sizes and 1 GiB through 4 MiB buffers, 4 ranks with wildcards,
+# killed peers, GPU memory (mock runtimes) over posix and over tcp
+case_run msg-sizes-posix 150 "${posix[@]}" -- "$bin/test_msg" -c sizes -N msg-sizes-posix
+case_run msg-sizes-tcp 150 "${tcp[@]}" -- "$bin/test_msg" -c sizes -G 0.25 -N msg-sizes-tcp
+case_run msg-mesh-posix 120 "${posix[@]}" -- "$bin/test_msg" -c mesh -N msg-mesh-posix
+case_run msg-mesh-tcp 120 "${tcp[@]}" -- "$bin/test_msg" -c mesh -N msg-mesh-tcp
+case_run msg-kill-posix 120 "${posix[@]}" -- "$bin/test_msg" -c kill -N msg-kill-posix
+case_run msg-kill-tcp 120 "${tcp[@]}" -- "$bin/test_msg" -c kill -N msg-kill-tcp
+mock=${O:-build}/tests/gpu/mock
+if [ -e "$mock/libcuda.so.1" ]; then
+	case_run msg-gpu-mock 120 "${posix[@]}" HMC_GPU_MOCK=1 \
+		LD_LIBRARY_PATH="$mock" -- "$bin/test_msg" -c gpu -N msg-gpu-mock
+fi
 if [ -x "$here/netns.sh" ]; then
 	case_run multihost 150 -- "$here/netns.sh" "$bin/test_comm"
 fi
