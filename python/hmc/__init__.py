@@ -15,12 +15,13 @@ from . import _lib
 from .buffer import IOBuffer
 from .enums import ConnType, MemoryType, Status
 from .errors import HMCBufferError, HMCError, HMCStatusError, HMCTimeoutError
+from .messages import ANY_SOURCE, ANY_TAG, P2POp, Request
 from .session import Session, create_session
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConnType", "HMCBufferError", "HMCError", "HMCStatusError",
+    "ANY_SOURCE", "ANY_TAG", "P2POp", "Request", "ConnType", "HMCBufferError", "HMCError", "HMCStatusError",
     "HMCTimeoutError", "IOBuffer", "MemoryType", "Session", "Status",
     "create_session", "library_path", "memory_supported", "version",
 ]
