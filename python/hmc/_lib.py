@@ -88,6 +88,8 @@ _PROTOTYPES = {
     "hmc_version": (c_char_p, []),
     "hmc_strerror": (c_char_p, [c_int]),
     "hmc_mem_device_count": (c_int, [c_int]),
+    "hmc_mem_copy": (c_int, [c_int, c_int, c_void_p, c_void_p, c_size_t,
+                             c_int]),
     "hmc_buf_create": (c_int, [c_int, c_int, c_size_t, POINTER(BufOpts),
                                POINTER(_buf_p)]),
     "hmc_buf_destroy": (None, [_buf_p]),
