@@ -53,12 +53,15 @@ kmod-clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 
 include lib/lib.mk
+-include shmem/shmem.mk
 -include tools/tools.mk
 -include examples/examples.mk
 -include python/python.mk
 include tests/unit/unit.mk
 -include tests/gpu/gpu.mk
 -include tests/integration/integration.mk
+-include tests/install/install.mk
+-include tests/shmem/shmem-tests.mk
 -include tests/verbs/verbs.mk
 -include tests/bench/bench.mk
 -include tests/kmod/kmod-tests.mk

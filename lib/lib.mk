@@ -14,11 +14,10 @@ LIB_LIBS	:= $(LIB_PKG_LIBS) -ldl -lpthread
 LIBHMC_A	:= $(O)/lib/libhmc.a
 LIBHMC_SO	:= $(O)/lib/libhmc.so.$(VERSION)
 LIBHMC_SONAME	:= libhmc.so.$(LIB_SO_MAJOR)
-HMC_PC		:= $(O)/lib/hmc.pc
 
 all: lib
 .PHONY: lib
-lib: $(LIBHMC_A) $(LIBHMC_SO) $(O)/lib/libhmc.so $(HMC_PC)
+lib: $(LIBHMC_A) $(LIBHMC_SO) $(O)/lib/libhmc.so
 
 $(O)/lib/%.o: lib/%.c $(LIB_HDRS)
 	@mkdir -p $(@D)
@@ -38,11 +37,6 @@ $(O)/lib/libhmc.so: $(LIBHMC_SO)
 	ln -sf libhmc.so.$(VERSION) $(O)/lib/$(LIBHMC_SONAME)
 	ln -sf $(LIBHMC_SONAME) $@
 
-$(HMC_PC): lib/hmc.pc.in Makefile
-	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-		-e 's|@LIBS_PRIVATE@|$(LIB_LIBS)|' $< > $@
-
 .PHONY: install-lib
 install: install-lib
 install-lib: lib
@@ -54,4 +48,15 @@ install-lib: lib
 	ln -sf libhmc.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(LIBHMC_SONAME)
 	ln -sf $(LIBHMC_SONAME) $(DESTDIR)$(PREFIX)/lib/libhmc.so
 	install -m 644 $(LIBHMC_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(HMC_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	@# Written here, from this install's PREFIX: a file made at build time
+	@# would keep the PREFIX of the build.
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@LIBS_PRIVATE@|$(LIB_LIBS)|' lib/hmc.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/hmc.pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/hmc.pc
+
+# lib/'s folders are layers: no include goes up, none goes round.
+.PHONY: check-layers
+_test: check-layers
+check-layers:
+	@scripts/check-layers

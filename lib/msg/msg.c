@@ -25,20 +25,23 @@
  * send to each other at once can never wait on each other's slots.
  *
  * Every frame is handled and every transfer driven inside progress rounds
- * (progress.lock held), as are peer teardowns: a round that finds a peer
+ * (engine.lock held), as are peer teardowns: a round that finds a peer
  * down (its requests already failed by the core) drops its messages
  * without touching their memory again. msg->lock nests inside
- * progress.lock and outside comm->lock and the request table's lock.
+ * engine.lock and outside comm->lock and the request table's lock.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/peer.h"
+#include "core/xport.h"
 #include "mem/buf.h"
 #include "mem/mem.h"
 #include "msg/msg.h"
 #include "sys/log.h"
+#include "wire/conn.h"
 
 #define MSG_SLOT_DEFAULT	(256u * 1024)
 #define MSG_REGION_MAX_DEFAULT	(64ull << 20)
@@ -948,9 +951,9 @@ static int locate(struct msg *m, const void *data, uint64_t len,
 /* Nudge whoever drives progress: new work for msg_progress(). */
 static void kick(struct hmc_comm *c)
 {
-	progress_lock(c);
-	progress_xports(c);
-	progress_unlock(c);
+	engine_lock(&c->engine);
+	msg_progress(c);
+	engine_unlock(&c->engine);
 }
 
 static int post_send(struct hmc_comm *c, uint32_t rank, uint64_t tag,

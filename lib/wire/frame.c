@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "wire/frame.h"
 #include "sys/util.h"
+#include "wire/frame.h"
 
 /* Payload length bounds per type: [min, max]. */
 static const struct {

@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/peer.h"
 #include "mem/buf.h"
-#include "core/comm.h"
 #include "sys/log.h"
 
 #define SHM_BLOB_MAGIC	0x484d4353u	/* "HMCS" */
@@ -178,7 +178,8 @@ static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 	case REQ_FLUSH:
 		/* Our stores are visible before anything we do next. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		break;	case REQ_MSG:	/* lib/msg's, never posted */
+		break;
+	case REQ_MSG:	/* lib/msg's, never posted */
 		return -EINVAL;
 	}
 	req_complete(r, 0);

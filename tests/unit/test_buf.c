@@ -160,47 +160,6 @@ START_TEST(test_opts_size)
 }
 END_TEST
 
-/* The helper itself, with a struct whose first version was shorter. */
-struct opts_v2 {
-	size_t sz;
-	uint32_t a;		/* version 1 ended here */
-	uint32_t b;
-};
-
-START_TEST(test_opts_load)
-{
-	struct opts_v2 out, in = { .sz = sizeof(in), .a = 5, .b = 6 };
-	unsigned char bigger[sizeof(in) + 8] = { 0 };
-
-	memset(&out, 0xff, sizeof(out));
-	ck_assert_int_eq(OPTS_LOAD(&out, NULL, opts_v2, a), 0);
-	ck_assert_uint_eq(out.sz, sizeof(out));
-	ck_assert_uint_eq(out.a, 0);
-	ck_assert_uint_eq(out.b, 0);
-
-	ck_assert_int_eq(OPTS_LOAD(&out, &in, opts_v2, a), 0);
-	ck_assert_uint_eq(out.a, 5);
-	ck_assert_uint_eq(out.b, 6);
-
-	/* An older caller: b is not passed and reads as zero. */
-	in.sz = OPTS_MIN_SIZE(opts_v2, a);
-	ck_assert_int_eq(OPTS_LOAD(&out, &in, opts_v2, a), 0);
-	ck_assert_uint_eq(out.sz, sizeof(out));
-	ck_assert_uint_eq(out.a, 5);
-	ck_assert_uint_eq(out.b, 0);
-
-	in.sz = OPTS_MIN_SIZE(opts_v2, a) - 1;
-	ck_assert_int_eq(OPTS_LOAD(&out, &in, opts_v2, a), -EINVAL);
-
-	in.sz = sizeof(bigger);
-	memcpy(bigger, &in, sizeof(in));
-	ck_assert_int_eq(OPTS_LOAD(&out, bigger, opts_v2, a), 0);
-	ck_assert_uint_eq(out.b, 6);
-	bigger[sizeof(bigger) - 1] = 1;
-	ck_assert_int_eq(OPTS_LOAD(&out, bigger, opts_v2, a), -E2BIG);
-}
-END_TEST
-
 START_TEST(test_flags)
 {
 	struct hmc_buf_opts opts = { .sz = sizeof(opts) };
@@ -679,7 +638,6 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_create_args);
 	tcase_add_test(tc, test_opts_size);
-	tcase_add_test(tc, test_opts_load);
 	tcase_add_test(tc, test_flags);
 	tcase_add_test(tc, test_numa);
 	tcase_add_test(tc, test_no_kmod);

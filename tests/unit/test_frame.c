@@ -10,7 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/comm.h"
+#include <hmc/hmc.h>
+
+#include "sys/util.h"
+#include "wire/conn.h"
 #include "wire/frame.h"
 #include "pattern.h"
 #include "run_tcase.h"
