@@ -439,8 +439,8 @@ int hmc_comm_recv(struct hmc_comm *comm, uint32_t source, uint64_t tag,
 
 /*
  * Non-blocking forms: @req is waited for with hmc_comm_wait(), _test() or
- * _wait_all(); @data (and @status, filled before the request completes)
- * must stay valid until then.
+ * _wait_all(); @data (and @status, filled before the request completes,
+ * except when the source's failure ends it) must stay valid until then.
  */
 int hmc_comm_isend(struct hmc_comm *comm, uint32_t peer, uint64_t tag,
 		   const void *data, size_t len, enum hmc_mem_type mem_type,

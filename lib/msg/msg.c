@@ -291,7 +291,11 @@ static void op_finish(struct msg *m, struct msg_op *op, int status)
 				m->free_send[m->nr_free_send++] = (int)s;
 			}
 	}
-	if (op->status) {
+	/*
+	 * A request the core already failed with its peer may have been
+	 * collected, its status gone with the caller's frame.
+	 */
+	if (op->status && !req_is_done(&m->c->reqs, op->id)) {
 		op->status->error = status;
 		if (!op->is_send && op->mp) {
 			op->status->source = op->rank;
@@ -963,7 +967,6 @@ static int post_send(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 	struct msg *m;
 	struct msg_op *op;
 	struct peer *p;
-	bool kick_it;
 	int rc;
 
 	if (!c || !id || (!data && len) || tag == HMC_ANY_TAG ||
@@ -1013,11 +1016,8 @@ static int post_send(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 	op->msg_id = op->mp->next_id++;
 	__atomic_add_fetch(&m->busy, 1, __ATOMIC_RELAXED);
 	list_add_tail(&op->mp->outq, &op->node);
-	flush_outq(m, op->mp);
-	kick_it = !req_is_done(&c->reqs, *id);
+	flush_outq(m, op->mp);	/* the peer's frames drive the rest */
 	pthread_mutex_unlock(&m->lock);
-	if (kick_it)
-		kick(c);
 	return 0;
 err:
 	free(op);
@@ -1031,6 +1031,7 @@ static int post_recv(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 	struct peer *p = NULL;
 	struct list_node *n;
 	struct msg_op *op;
+	bool pull_now = false;
 	struct msg *m;
 	int rc;
 
@@ -1089,16 +1090,19 @@ static int post_recv(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 
 		if (!matches(op, in->rank, in->tag))
 			continue;
-		if (in->rts)
+		if (in->rts) {
 			start_recv(m, op, in->mp, in->msg_id, in->tag, in->size,
 				   in->direct, in->src_off);
-		else
+			pull_now = in->direct;
+		} else {
 			deliver_eager(m, op, in->mp, in->tag, in->data, in->size);
+		}
 		in_free(in);
 		break;
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (!req_is_done(&c->reqs, *id))
+	/* A direct pull has no frame to come that would start it. */
+	if (pull_now)
 		kick(c);
 	return 0;
 err:
