@@ -3,7 +3,7 @@
 
 A Group is this session and the ranks of its members in group order
 (``Group(sess, ranks)``; every member lists the same ranks, its own
-included). alltoall(), allgather() and broadcast() take payloads as
+included), or an hmc.init_world() world (``Group.of_world(world)``). alltoall(), allgather() and broadcast() take payloads as
 Session.isend()/irecv() do (bytes-likes, NumPy arrays, torch tensors on
 the CPU or a GPU, contiguous), cut into equal blocks, one per member in
 group order. Every member calls the same collectives in the same order;
@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from . import _lib
 from .enums import MemoryType
 from .errors import HMCError
-from .messages import post
+from .messages import Endpoint, post
 from .payload import dest, source
 
 COLL_TAG = 0x434F4C4C << 32             # "COLL": bits 63..32 of their tags
@@ -31,7 +31,14 @@ _COPY_H2D, _COPY_D2H, _COPY_D2D = 1, 2, 3     # enum hmc_copy_kind
 
 
 class Group:
-    """``session``'s view of a group: ``ranks`` in group order."""
+    """``session``'s view of a group: ``ranks`` in group order. The
+    session is a Session or a messages.Endpoint (of_world())."""
+
+    @classmethod
+    def of_world(cls, world, timeout=60.0):
+        """Every member of an hmc.init_world() world, in rank order."""
+        return cls(Endpoint(world.comm.handle, world.rank, timeout),
+                   range(world.size))
 
     def __init__(self, session, ranks):
         self.session = session

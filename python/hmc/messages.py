@@ -117,6 +117,40 @@ class P2POp:
         self.device = device
 
 
+class Endpoint:
+    """Messages on a bare communicator, such as an hmc.init_world()
+    world's (``world.comm.handle``): isend(), irecv() and
+    batch_isend_irecv() as a Session has them, peers by rank only."""
+
+    def __init__(self, handle, rank, timeout=60.0):
+        self._lib = _lib.lib()
+        self.comm = self.handle = handle
+        self.rank = int(rank)
+        self.timeout = float(timeout)
+        self._cs = self
+
+    def _rank(self, peer):
+        if isinstance(peer, bool) or not isinstance(peer, int):
+            raise TypeError("a peer is a rank (int), not %r" % (peer,))
+        return peer
+
+    def fail(self, rc, what, rank):
+        return error(rc, "%s rank %d" % (what, rank))
+
+    def isend(self, data, peer, tag=0, *, size=None, device=None):
+        """As Session.isend()."""
+        return post(self, False, peer, data, tag, size, device)
+
+    def irecv(self, dest_obj, peer=None, tag=ANY_TAG, *, size=None,
+              device=None):
+        """As Session.irecv()."""
+        return post(self, True, peer, dest_obj, tag, size, device)
+
+    def batch_isend_irecv(self, ops):
+        """As Session.batch_isend_irecv()."""
+        return post_batch(self, ops)
+
+
 def post(session, is_recv, peer, obj, tag, size, device):
     """Start a send or receive of @obj: a Request."""
     c = session._cs

@@ -88,6 +88,21 @@ class CollectiveTest(TestCase):
         for j in range(N):
             self.assertBytes(recvs[j], b"".join(sends))
 
+    def test_on_bare_communicators(self):
+        """What Group.of_world() builds: Endpoints on the comm handles."""
+        groups = [collective.Group(hmc.messages.Endpoint(s.comm, s.rank),
+                                   range(N))
+                  for s in self.sessions]
+        block = 40000
+        sends = [pattern(block * N, 400 + i) for i in range(N)]
+        recvs = [bytearray(block * N) for _ in range(N)]
+        self.run_all(lambda i: collective.alltoall(groups[i], sends[i],
+                                                   recvs[i], algo="ring"))
+        for j in range(N):
+            for i in range(N):
+                self.assertBytes(recvs[j][i * block:(i + 1) * block],
+                                 sends[i][j * block:(j + 1) * block])
+
     def test_broadcast_from_every_root(self):
         for root in range(N):
             data = pattern(500000 + root, 300 + root)
