@@ -19,7 +19,8 @@
  *     and per source and tag in the order sent (no overtaking).
  *   kill (3 ranks): a sender killed while its message is moving fails the
  *     receive; a receiver killed while it pulls fails the send; both
- *     within the deadline. kill-sender (2 ranks): the first half only.
+ *     within the deadline (messages of 512 MiB, or -G if smaller).
+ *     kill-sender (2 ranks): the first half only.
  *   gpu (2 ranks): sources and destinations in GPU memory (run with the
  *     mock runtimes of tests/gpu: HMC_GPU_MOCK=1 and LD_LIBRARY_PATH),
  *     exits 77 without a GPU.
@@ -718,7 +719,7 @@ static int case_mesh(struct mesh *m, void *arg)
 
 /* ------------------------------------------------------------- kill */
 
-#define KILL_LEN	(512 * MIB)
+#define KILL_LEN	(512 * MIB)	/* at most: -G lowers it */
 
 /* Wait for @req to fail (not time out, not succeed) within the deadline. */
 static int expect_failure(struct ctx *c, hmc_req_t req, const char *what)
@@ -752,7 +753,7 @@ static bool landing(struct ctx *c, hmc_req_t req, const uint8_t *b,
 
 static int case_kill(struct mesh *m, void *arg)
 {
-	uint64_t seed = seed_of(1, 0, 0xdead);
+	uint64_t seed = seed_of(1, 0, 0xdead), len;
 	struct hmc_msg_status st;
 	hmc_req_t req;
 	struct ctx c;
@@ -761,12 +762,13 @@ static int case_kill(struct mesh *m, void *arg)
 
 	if (setup(&c, m, arg))
 		return 1;
-	b = malloc(KILL_LEN);
-	memset(b, 0, KILL_LEN);
+	len = c.cfg->big < KILL_LEN ? c.cfg->big : KILL_LEN;
+	b = malloc(len);
+	memset(b, 0, len);
 	switch (c.me) {
 	case 0:
 		/* Rank 1's message to me starts moving: kill rank 1. */
-		rc = hmc_comm_irecv(c.comm, 1, 1, b, KILL_LEN, HMC_MEM_CPU,
+		rc = hmc_comm_irecv(c.comm, 1, 1, b, len, HMC_MEM_CPU,
 				    &st, &req);
 		bad += expect(rc, 0, "irecv");
 		if (!tap(landing(&c, req, b, seed), "rank 1's message is landing"))
@@ -777,8 +779,8 @@ static int case_kill(struct mesh *m, void *arg)
 		if (c.n < 3)	/* kill-sender */
 			break;
 		/* Then my message to rank 2, which I kill as it lands. */
-		big_fill(b, KILL_LEN, seed_of(0, 2, 0xdead));
-		rc = hmc_comm_isend(c.comm, 2, 2, b, KILL_LEN, HMC_MEM_CPU, &req);
+		big_fill(b, len, seed_of(0, 2, 0xdead));
+		rc = hmc_comm_isend(c.comm, 2, 2, b, len, HMC_MEM_CPU, &req);
 		bad += expect(rc, 0, "isend");
 		{
 			uint64_t tag = 0;
@@ -793,14 +795,14 @@ static int case_kill(struct mesh *m, void *arg)
 		bad += expect_failure(&c, req, "a send to a killed receiver");
 		break;
 	case 1:
-		big_fill(b, KILL_LEN, seed);
-		rc = hmc_comm_send(c.comm, 0, 1, b, KILL_LEN, HMC_MEM_CPU,
+		big_fill(b, len, seed);
+		rc = hmc_comm_send(c.comm, 0, 1, b, len, HMC_MEM_CPU,
 				   OP_TIMEOUT_MS);
 		diag("rank 1 was not killed in time: %s", hmc_strerror(rc));
 		bad++;
 		break;
 	case 2:
-		rc = hmc_comm_irecv(c.comm, 0, 2, b, KILL_LEN, HMC_MEM_CPU,
+		rc = hmc_comm_irecv(c.comm, 0, 2, b, len, HMC_MEM_CPU,
 				    &st, &req);
 		bad += expect(rc, 0, "irecv");
 		if (landing(&c, req, b, seed_of(0, 2, 0xdead)) &&
