@@ -561,8 +561,12 @@ static int pull(struct msg *m, struct msg_op *op)
 	return events;
 }
 
-/* Collect finished gets, in message order (msg->lock held). */
-static int land(struct msg *m, struct msg_peer *mp, struct msg_op *op)
+/*
+ * Collect finished gets, in message order (msg->lock held): events, or an
+ * error; *@finished once the whole message is in (@op is freed then).
+ */
+static int land(struct msg *m, struct msg_peer *mp, struct msg_op *op,
+		bool *finished)
 {
 	struct list_node *n, *tmp;
 	uint8_t b[MSG_GOT_LEN];
@@ -608,6 +612,7 @@ static int land(struct msg *m, struct msg_peer *mp, struct msg_op *op)
 		if (rc)
 			return rc;
 		op_finish(m, op, 0);
+		*finished = true;
 	}
 	return events;
 }
@@ -822,14 +827,13 @@ static int msg_progress(struct hmc_comm *c)
 		list_for_each_safe(o, otmp, &mp->recvs) {
 			struct msg_op *op = container_of(o, struct msg_op, node);
 
-			rc = land(m, mp, op);
-			if (rc >= 0 && rc < (int)INT32_MAX)
+			bool finished = false;
+
+			rc = land(m, mp, op, &finished);
+			if (rc >= 0) {
 				events += rc;
-			if (rc >= 0 && op->state == OP_RECV &&
-			    list_empty(&op->chunks) && op->done == op->size)
-				continue;
-			if (rc >= 0)
-				rc = op->done < op->size ? pull(m, op) : 0;
+				rc = finished ? 0 : pull(m, op);
+			}
 			if (rc < 0) {
 				/* The sender waits for the rest: fail the pair. */
 				pr_info("rank %u: message from rank %u: %s",
