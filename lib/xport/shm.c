@@ -191,11 +191,6 @@ static int shm_idle(void *ctx)
 	return 0;
 }
 
-static int shm_event_fd(void *ctx)
-{
-	return -1;
-}
-
 const struct xport_ops xport_shm_ops = {
 	.type = HMC_TRANSPORT_SHM,
 	.init = shm_init,
@@ -209,5 +204,4 @@ const struct xport_ops xport_shm_ops = {
 	.post = shm_post,
 	.progress = shm_idle,
 	.arm = shm_idle,
-	.event_fd = shm_event_fd,
 };
