@@ -17,7 +17,8 @@
  *   CREDIT receiver -> sender: envelope bytes taken off the wire.
  * A sender has at most MSG_WINDOW bytes of envelopes (EAGER with its data,
  * RTS) unacknowledged per peer, so that control sockets never fill and
- * block a progress round on both sides at once.
+ * block a progress round on both sides at once; the other kinds are
+ * bounded by the slots.
  *
  * Slots: the last msg_region bytes of our ConnBuffer, the first half for
  * data we send, the second for data we receive. Sending slots are freed by
@@ -45,7 +46,13 @@
 
 #define MSG_SLOT_DEFAULT	(256u * 1024)
 #define MSG_REGION_MAX_DEFAULT	(64ull << 20)
-#define MSG_WINDOW		(256u * 1024)
+/*
+ * Envelope bytes (eager data included) a sender may have unacknowledged
+ * per peer: below what a Unix or TCP socket buffers by default (208 KiB),
+ * so that a send holding msg->lock never blocks on a full socket while
+ * the peer's progress waits for its own msg->lock to read ours.
+ */
+#define MSG_WINDOW		(128u * 1024)
 #define MSG_ENVELOPE_COST	64u	/* what an envelope counts besides its data */
 #define MSG_DIRECT_CHUNK	(4ull << 20)	/* one get of a direct message */
 #define MSG_DIRECT_INFLIGHT	4	/* gets in flight per direct message */
