@@ -419,8 +419,9 @@ struct hmc_msg_status {
 };
 
 /*
- * Send @len bytes at @data (memory of @mem_type) to @peer with @tag, and
- * wait up to @timeout_ms for it to complete. A blocking send or receive
+ * Send @len bytes at @data (memory of @mem_type) to connected @peer (not
+ * ourselves: -ENOTCONN) with @tag, and wait up to @timeout_ms for it to
+ * complete. A blocking send or receive
  * whose message has started moving when it times out fails the connection
  * to the peer (both sides see the error) rather than leave half a message.
  */
