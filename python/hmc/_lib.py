@@ -34,8 +34,13 @@ class CommOpts(Structure):
         ("reserved0", c_uint32),
         ("ib_dev", c_char_p),
         ("ib_port", c_uint32),
-        ("msg_slot_size", c_uint32),
+        ("reserved1", c_uint32),
+        ("tls_cert", c_char_p),
+        ("tls_key", c_char_p),
+        ("tls_ca", c_char_p),
         ("msg_region", c_uint64),
+        ("msg_slot_size", c_uint32),
+        ("reserved2", c_uint32),
     ]
 
 

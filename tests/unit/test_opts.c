@@ -120,20 +120,26 @@ START_TEST(test_comm_opts)
 	o.num_chs = HMC_VERBS_MAX_CHANNELS + 1;
 	o.reserved0 = 1;
 	o.ib_port = 1000;
-	o.msg_slot_size = 1;
+	o.reserved1 = 1;
 	ck_assert_int_eq(hmc_comm_create(buf, &o, &c), 0);
 	ck_assert_uint_eq(hmc_comm_rank(c), 3);
 	hmc_comm_destroy(c);
 	o.sz = OPTS_MIN_SIZE(hmc_comm_opts, op_timeout_ms) - 1;
 	ck_assert_int_eq(comm_with(buf, &o), -EINVAL);
 
-	/* Reserved fields must be zero, and fields after them are read. */
+	/* Reserved fields must be zero, wherever they are. */
 	memset(&o, 0, sizeof(o));
 	o.sz = sizeof(o);
 	o.reserved0 = 1;
 	ck_assert_int_eq(comm_with(buf, &o), -EINVAL);
 	o.reserved0 = 0;
-	o.msg_slot_size = 0x100;	/* not whole pages */
+	o.reserved1 = 0x100;
+	ck_assert_int_eq(comm_with(buf, &o), -EINVAL);
+	o.reserved1 = 0;
+	o.reserved2 = 1;
+	ck_assert_int_eq(comm_with(buf, &o), -EINVAL);
+	o.reserved2 = 0;
+	o.msg_slot_size = 0x100;	/* a known field, checked: not whole pages */
 	ck_assert_int_eq(comm_with(buf, &o), -EINVAL);
 	o.msg_slot_size = 0;
 	ck_assert_int_eq(comm_with(buf, &o), 0);
@@ -145,7 +151,7 @@ START_TEST(test_comm_opts)
 	big.future[1] = 1ULL << 63;
 	ck_assert_int_eq(comm_with(buf, &big), -E2BIG);
 	big.future[1] = 0;
-	big.o.msg_slot_size = 1;
+	big.o.reserved1 = 1;
 	ck_assert_int_eq(comm_with(buf, &big), -EINVAL);
 	hmc_buf_destroy(buf);
 }
