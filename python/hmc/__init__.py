@@ -13,17 +13,19 @@ hmc.payload for what can be sent. libhmc is found through HMC_LIBRARY (a
 path), the source tree's build/lib, the dynamic linker, or <prefix>/lib.
 """
 
-from . import _lib
+from . import _lib, collective
 from .buffer import IOBuffer
+from .collective import Group
 from .enums import ConnType, MemoryType, Status
 from .errors import HMCBufferError, HMCError, HMCStatusError, HMCTimeoutError
+from .messages import ANY_SOURCE, ANY_TAG, P2POp, Request
 from .session import Session, create_session
 from .world import World, init_world
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConnType", "HMCBufferError", "HMCError", "HMCStatusError",
+    "ANY_SOURCE", "ANY_TAG", "Group", "P2POp", "Request", "ConnType", "HMCBufferError", "HMCError", "HMCStatusError",
     "HMCTimeoutError", "IOBuffer", "MemoryType", "Session", "Status",
     "World", "create_session", "init_world", "library_path",
     "memory_supported", "version",

@@ -24,6 +24,8 @@ HEADER = os.path.join(HEADER_DIR, "hmc", "hmc.h")
 STRUCTS = {
     "hmc_comm_opts": _lib.CommOpts,
     "hmc_buf_opts": _lib.BufOpts,
+    "hmc_msg_status": _lib.MsgStatus,
+    "hmc_msg": _lib.Msg,
 }
 
 CONSTANTS = {
@@ -36,6 +38,8 @@ CONSTANTS = {
     "HMC_MEM_ROCM": hmc.MemoryType.ROCM,
     "HMC_TRANSPORT_UCX": hmc.ConnType.UCX,
     "HMC_TRANSPORT_VERBS": hmc.ConnType.VERBS,
+    "HMC_MSG_SEND": _lib.MSG_SEND,
+    "HMC_MSG_RECV": _lib.MSG_RECV,
 }
 
 
