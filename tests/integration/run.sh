@@ -116,6 +116,9 @@ case_run lifetime-abort 120 "${tcp[@]}" "${uaf[@]}" -- \
 	"$bin/test_lifetime" abort -N lifetime-abort
 case_run lifetime-race-posix 120 "${posix[@]}" "${uaf[@]}" -- \
 	"$bin/test_lifetime" race -t 10 -N lifetime-race-posix
+case_run lifetime-race-tcp-control 120 "${posix[@]}" "${uaf[@]}" \
+	HMC_CTRL_TRANSPORT=tcp -- \
+	"$bin/test_lifetime" race -t 5 -N lifetime-race-tcp-control
 # UCX over posix: no RMA emulated with active messages, whose replies to a
 # peer that died make UCX abort the process (issue 15's third defect; the
 # transports of issue 16 end it). The guest runs both over shm (65-shm.sh),
