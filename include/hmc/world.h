@@ -7,14 +7,18 @@
  * else detected in this order:
  *  pmix   started by mpirun (Open MPI) or srun --mpi=pmix: rank, size and
  *         local rank from PMIx (libpmix is loaded at run time); rank 0
- *         hosts the world store and publishes its address through PMIx.
+ *         hosts the world store on HMC_WORLD_ADDR (default 127.0.0.1: set
+ *         it for a job across hosts) and publishes it through PMIx.
  *  env    torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and
  *         MASTER_ADDR, with the store at MASTER_ADDR:HMC_STORE_PORT
  *         (default MASTER_PORT + 1); or Slurm's SLURM_PROCID,
  *         SLURM_NTASKS, SLURM_LOCALID with HMC_STORE.
  *  store  HMC_STORE=tcp://host:port with HMC_WORLD_SIZE and, optionally,
  *         HMC_RANK (without it the store hands out ranks in arrival
- *         order). hmcrun sets these.
+ *         order). hmcrun sets these. HMC_STORE=etcd://host:port[,...]
+ *         keeps the store in etcd instead (lib/world/etcd.h): nobody
+ *         hosts it, so the world survives any member; its collectives
+ *         are slower.
  *  uid    a unique id from hmc_world_get_uid() (opts->uid, or HMC_WORLD_UID
  *         in hex), with rank and size from the options or HMC_RANK and
  *         HMC_WORLD_SIZE.
@@ -33,9 +37,15 @@
  * Membership: hmc_world_join() enters a running world (taking the rank of
  * a member that left or failed, or a new one); hmc_world_finalize() leaves
  * it. Members see JOINED, LEFT and FAILED events; a member whose process
- * dies is reported FAILED at once, one whose host vanishes within
- * HMC_WORLD_FAIL_DETECT_MS. A collective that waits for a failed member
- * fails with -ECONNRESET rather than hang.
+ * dies is reported FAILED at once (with etcd: when its lease expires), one
+ * whose host vanishes within HMC_WORLD_FAIL_DETECT_MS. A collective that
+ * waits for a failed member fails with -ECONNRESET rather than hang (with
+ * etcd it goes on without it). The communicator reports its peers to
+ * hmc.ko where it is loaded, so hmcstat -w shows members coming and going.
+ *
+ * Collectives: through the store, or, when every rank shares the store's
+ * host (up to 64 ranks, 1 KiB per rank), through a shared segment the
+ * store made, until membership changes.
  *
  * Every call takes a deadline and returns 0 or a negative errno; after a
  * failure hmc_world_last_error() says why in words (the ranks that never
