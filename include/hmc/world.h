@@ -38,9 +38,10 @@
  * a member that left or failed, or a new one); hmc_world_finalize() leaves
  * it. Members see JOINED, LEFT and FAILED events; a member whose process
  * dies is reported FAILED at once (with etcd: when its lease expires), one
- * whose host vanishes within HMC_WORLD_FAIL_DETECT_MS. A collective that
- * waits for a failed member fails with -ECONNRESET rather than hang (with
- * etcd it goes on without it). The communicator reports its peers to
+ * whose host vanishes within HMC_WORLD_FAIL_DETECT_MS. Nothing hangs on a
+ * dead member: a collective it had not entered when it failed fails with
+ * -ECONNRESET (with etcd, or once the failure is known when it starts, the
+ * collective goes on without it; its allgather slot is zeros). The communicator reports its peers to
  * hmc.ko where it is loaded, so hmcstat -w shows members coming and going.
  *
  * Collectives: through the store, or, when every rank shares the store's
