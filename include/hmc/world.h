@@ -80,6 +80,8 @@ struct hmc_world_uid {
 };
 
 #define HMC_WORLD_F_RANK	(1U << 0)	/* @rank is set */
+/* Connect to peers on demand only (HMC_WORLD_LAZY=1; always above 64 ranks). */
+#define HMC_WORLD_F_LAZY	(1U << 1)
 
 struct hmc_world_opts {
 	size_t sz;
@@ -147,8 +149,20 @@ uint32_t hmc_world_size(const struct hmc_world *world);
 uint32_t hmc_world_local_rank(const struct hmc_world *world);
 uint32_t hmc_world_local_size(const struct hmc_world *world);
 
-/* The communicator (rank = world rank), connected to every member. */
+/*
+ * The communicator (rank = world rank), connected to every member at
+ * start-up in worlds of up to 64 ranks; larger ones, and those started
+ * with HMC_WORLD_F_LAZY, connect a pair on first use: call
+ * hmc_world_connect() (either side, or both) before talking to a peer.
+ */
 struct hmc_comm *hmc_world_comm(const struct hmc_world *world);
+
+/*
+ * Connect our communicator to start-up member @rank, unless it is already:
+ * 0, -ENOENT (not a start-up member: a joiner dials the others itself), or
+ * hmc_comm_connect()'s errors.
+ */
+int hmc_world_connect(struct hmc_world *world, uint32_t rank, int timeout_ms);
 
 /* The bootstrap that made the world. */
 enum hmc_world_bootstrap hmc_world_bootstrap_used(const struct hmc_world *world);

@@ -98,6 +98,7 @@ port() { echo $((20000 + RANDOM % 20000)); }
 for n in 1 2 4 8; do
 	case_run "hmcrun-$n" 60 "$RUN" -n $n "$T" basic $n
 done
+case_run hmcrun-lazy-4 60 env HMC_WORLD_LAZY=1 "$RUN" -n 4 "$T" basic 4
 case_run hmcrun-tag-output 30 bash -c "
 	'$RUN' -n 2 --tag-output '$T' basic 2 > '$work/tag' 2>&1; rc=\$?
 	sed 's/^\[[01]\] //' '$work/tag'
