@@ -18,6 +18,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
+#include "compat.h"
 #include "hmc.h"
 
 /* Every live buffer, by HMC_A_BUF_ID, for the netlink dump. */
@@ -146,7 +147,7 @@ static struct page *hmc_alloc_block(int nid, unsigned int *order)
 
 static int hmc_buf_fill_kernel(struct hmc_buf *buf, int nid)
 {
-	unsigned int order = MAX_ORDER - 1;
+	unsigned int order = MAX_PAGE_ORDER;
 	struct page *page;
 	unsigned long i;
 

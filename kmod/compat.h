@@ -20,4 +20,16 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 }
 #endif
 
+/*
+ * The largest order alloc_pages() takes. 6.4 made MAX_ORDER that order
+ * (before, it was one past it); 6.8 renamed it MAX_PAGE_ORDER.
+ */
+#ifndef MAX_PAGE_ORDER
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+#define MAX_PAGE_ORDER		(MAX_ORDER - 1)
+#else
+#define MAX_PAGE_ORDER		MAX_ORDER
+#endif
+#endif
+
 #endif /* HMC_KMOD_COMPAT_H */

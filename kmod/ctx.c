@@ -120,12 +120,16 @@ void hmc_ctx_finish_buf(struct hmc_ctx *ctx, struct hmc_ioctl_call *call,
 	struct hmc_buf *buf = call->obj;
 
 	if (publish) {
-		/* Replaces the reserved entry: no allocation, cannot fail. */
-		xa_store(&ctx->bufs, buf->handle, buf, GFP_KERNEL);
 		WRITE_ONCE(buf->handle_live, true);
 		buf->announced = true;
 		hmc_stat_add(ctx, HMC_STAT_HANDLES_LIVE, 1);
 		hmc_event_buf(HMC_EVT_BUF_CREATED, buf);
+		/*
+		 * Published last: from the table, another thread may free the
+		 * handle, and with it the buffer, at once. Replaces the
+		 * reserved entry: no allocation, cannot fail.
+		 */
+		xa_store(&ctx->bufs, buf->handle, buf, GFP_KERNEL);
 		return;
 	}
 	xa_release(&ctx->bufs, buf->handle);

@@ -96,7 +96,7 @@ struct hmc_import {
 	u32 state;			/* HMC_PEER_ST_*: READ_ONCE */
 	unsigned int nents;		/* its DMA segments, under resv */
 	enum dma_data_direction dir;
-	bool announced;			/* published: PEER_RELEASED due */
+	bool announced;			/* PEER_IMPORTED sent; under resv */
 	char exporter[HMC_EXPORTER_NAME_LEN];
 };
 

@@ -80,7 +80,7 @@ static u64 hmc_import_mmap_offset(const struct hmc_import *imp)
 
 /*
  * Counts the DMA segments of the mapping that overlap the registered part
- * and writes the first @max of them, clipped to it, to @out. Under resv.
+ * and writes the first @max of them, clipped to it, to @out.
  */
 static unsigned int hmc_import_segments(const struct hmc_import *imp,
 					struct hmc_sg_entry *out,
@@ -91,6 +91,7 @@ static unsigned int hmc_import_segments(const struct hmc_import *imp,
 	unsigned int i, n = 0;
 	u64 lo, hi;
 
+	dma_resv_assert_held(imp->dmabuf->resv);
 	for_each_sgtable_dma_sg(imp->sgt, sg, i) {
 		lo = pos;
 		hi = pos + sg_dma_len(sg);
@@ -122,7 +123,12 @@ static void hmc_import_move_notify(struct dma_buf_attachment *attach)
 	imp->nents = 0;
 	WRITE_ONCE(imp->state, HMC_PEER_ST_INVALIDATED);
 	hmc_stat_add(imp->ctx, HMC_STAT_IMPORTS_INVALIDATED, 1);
-	hmc_event_import(HMC_EVT_PEER_INVALIDATED, imp, GFP_ATOMIC);
+	/*
+	 * Not before PEER_IMPORTED: listeners never heard of an import still
+	 * being made (or undone); PEER_IMPORTED then shows it invalidated.
+	 */
+	if (imp->announced)
+		hmc_event_import(HMC_EVT_PEER_INVALIDATED, imp, GFP_ATOMIC);
 }
 
 static const struct dma_buf_attach_ops hmc_import_dynamic_ops = {
@@ -144,8 +150,6 @@ static void hmc_import_destroy(struct kref *ref)
 		xa_erase(&hmc_imports, imp->id);
 		hmc_stat_add(ctx, HMC_STAT_IMPORTS_LIVE, -1);
 	}
-	if (imp->announced)
-		hmc_event_import(HMC_EVT_PEER_RELEASED, imp, GFP_KERNEL);
 	if (imp->attach) {
 		/* After detach, no move_notify can come. */
 		dma_resv_lock(imp->dmabuf->resv, NULL);
@@ -156,6 +160,9 @@ static void hmc_import_destroy(struct kref *ref)
 		dma_resv_unlock(imp->dmabuf->resv);
 		dma_buf_detach(imp->dmabuf, imp->attach);
 	}
+	/* Only now: a move_notify before the detach may still send events. */
+	if (imp->announced)
+		hmc_event_import(HMC_EVT_PEER_RELEASED, imp, GFP_KERNEL);
 	if (imp->dmabuf)
 		dma_buf_put(imp->dmabuf);
 	pci_dev_put(imp->pdev);
@@ -250,16 +257,29 @@ static void hmc_import_finish(struct hmc_ctx *ctx, struct hmc_ioctl_call *call,
 			      bool ok)
 {
 	struct hmc_import *imp = call->obj;
+	struct sk_buff *skb;
 
 	if (!ok) {
 		xa_release(&ctx->imports, imp->handle);
 		hmc_import_put(imp);
 		return;
 	}
-	/* Replaces the reserved entry: no allocation, cannot fail. */
-	xa_store(&ctx->imports, imp->handle, imp, GFP_KERNEL);
+	/*
+	 * Announced under resv, which move_notify holds: PEER_INVALIDATED
+	 * comes after PEER_IMPORTED or not at all. The message is allocated
+	 * first, since exporters may take resv in memory reclaim.
+	 */
+	skb = hmc_event_new(HMC_EVT_PEER_IMPORTED, GFP_KERNEL);
+	dma_resv_lock(imp->dmabuf->resv, NULL);
 	imp->announced = true;
-	hmc_event_import(HMC_EVT_PEER_IMPORTED, imp, GFP_KERNEL);
+	if (skb)
+		hmc_event_send(skb, hmc_nl_put_import(skb, imp));
+	dma_resv_unlock(imp->dmabuf->resv);
+	/*
+	 * Published last: from the table, another thread may release the
+	 * import (and free it) at once.
+	 */
+	xa_store(&ctx->imports, imp->handle, imp, GFP_KERNEL);
 }
 
 int hmc_ioctl_peer_import(struct hmc_ctx *ctx, struct hmc_ioctl_call *call)

@@ -15,6 +15,16 @@
 
 #include "hmc.h"
 
+/*
+ * mmap offsets carry the handle from bit HMC_MMAP_SHIFT (40) up to
+ * HMC_MMAP_IMPORT (bit 62), in unsigned long page offsets and u64 results
+ * alike: a 32-bit kernel cannot express them (Kconfig's "depends on 64BIT";
+ * dkms.conf's BUILD_EXCLUSIVE_CONFIG skips such kernels).
+ */
+#ifndef CONFIG_64BIT
+#error "hmc.ko needs a 64-bit kernel (CONFIG_64BIT): mmap offsets use bits 40 to 62"
+#endif
+
 static int hmc_open(struct inode *inode, struct file *file)
 {
 	struct hmc_ctx *ctx;
@@ -73,6 +83,20 @@ static void __init hmc_check_abi(void)
 	BUILD_BUG_ON(sizeof(struct hmc_sg_entry) != 16);
 	BUILD_BUG_ON(sizeof(struct hmc_peer_state) != 104);
 	BUILD_BUG_ON(HMC_STAT_COUNT != 15);
+	/* Each command's struct is at least as long as its first version. */
+	BUILD_BUG_ON(HMC_VERSION_SIZE_VER0 > sizeof(struct hmc_version));
+	BUILD_BUG_ON(HMC_BUF_ALLOC_SIZE_VER0 > sizeof(struct hmc_buf_alloc));
+	BUILD_BUG_ON(HMC_BUF_PIN_SIZE_VER0 > sizeof(struct hmc_buf_pin));
+	BUILD_BUG_ON(HMC_BUF_FREE_SIZE_VER0 > sizeof(struct hmc_buf_free));
+	BUILD_BUG_ON(HMC_BUF_INFO_SIZE_VER0 > sizeof(struct hmc_buf_info));
+	BUILD_BUG_ON(HMC_STATS_SIZE_VER0 > sizeof(struct hmc_stats));
+	BUILD_BUG_ON(HMC_BUF_EXPORT_SIZE_VER0 > sizeof(struct hmc_buf_export));
+	BUILD_BUG_ON(HMC_PEER_IMPORT_SIZE_VER0 >
+		     sizeof(struct hmc_peer_import));
+	BUILD_BUG_ON(HMC_PEER_RELEASE_SIZE_VER0 >
+		     sizeof(struct hmc_peer_release));
+	BUILD_BUG_ON(HMC_PEER_INFO_SIZE_VER0 > sizeof(struct hmc_peer_info));
+	BUILD_BUG_ON(HMC_PEER_STATE_SIZE_VER0 > sizeof(struct hmc_peer_state));
 	BUILD_BUG_ON(HMC_MMAP_SHIFT <= PAGE_SHIFT);
 	BUILD_BUG_ON((u64)HMC_HANDLE_MAX << HMC_MMAP_SHIFT >= HMC_MMAP_IMPORT);
 }

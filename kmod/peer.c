@@ -6,6 +6,7 @@
  * the time. Closing the file disconnects what is left.
  */
 #include <linux/err.h>
+#include <linux/lockdep.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 
@@ -34,11 +35,11 @@ static int hmc_peer_check(const struct hmc_peer_state *arg)
 	return 0;
 }
 
-/* Under ctx->peer_lock. */
 static struct hmc_peer *hmc_peer_find(struct hmc_ctx *ctx, u64 peer_id)
 {
 	struct hmc_peer *peer;
 
+	lockdep_assert_held(&ctx->peer_lock);
 	list_for_each_entry(peer, &ctx->peers, node)
 		if (peer->peer_id == peer_id)
 			return peer;
@@ -55,13 +56,14 @@ static void hmc_peer_set(struct hmc_peer *peer,
 	memcpy(peer->addr, arg->addr, sizeof(peer->addr));
 }
 
-/* Under ctx->peer_lock. */
 static int hmc_peer_connect(struct hmc_ctx *ctx,
 			    const struct hmc_peer_state *arg)
 {
-	struct hmc_peer *peer = hmc_peer_find(ctx, arg->peer_id);
+	struct hmc_peer *peer;
 	int ret;
 
+	lockdep_assert_held(&ctx->peer_lock);
+	peer = hmc_peer_find(ctx, arg->peer_id);
 	if (peer) {
 		/* The dump reads peers under this lock. */
 		xa_lock(&hmc_peers);
@@ -90,11 +92,12 @@ static int hmc_peer_connect(struct hmc_ctx *ctx,
 	return 0;
 }
 
-/* Under ctx->peer_lock: reports the end of @peer and forgets it. */
+/* Reports the end of @peer and forgets it. */
 static void hmc_peer_remove(struct hmc_peer *peer, u8 cmd, u32 error)
 {
 	struct hmc_ctx *ctx = peer->ctx;
 
+	lockdep_assert_held(&ctx->peer_lock);
 	xa_erase(&hmc_peers, peer->id);
 	list_del(&peer->node);
 	ctx->nr_peers--;

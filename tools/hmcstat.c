@@ -206,26 +206,32 @@ static void out_time(struct out *o, uint64_t ns)
 	out_str(o, "time", buf);
 }
 
+/*
+ * Import flags by name, unknown bits in hex. The buffer holds all 32 bits
+ * set: the names, then 28 values of at most 10 characters, each with a
+ * comma; the writes are bounded all the same.
+ */
 static void out_flags(struct out *o, uint32_t flags)
 {
 	static const char *const names[] = {
 		"dynamic", "p2p", "pci-dev", "readonly",
 	};
-	char buf[96] = "";
+	char buf[sizeof("dynamic,p2p,pci-dev,readonly") +
+		 (32 - ARRAY_LEN(names)) * sizeof(",0x80000000")] = "";
+	size_t len = 0;
 	unsigned int i;
 
-	for (i = 0; i < 32; i++) {
+	for (i = 0; i < 32 && len < sizeof(buf); i++) {
 		if (!(flags & 1U << i))
 			continue;
-		if (*buf)
-			strcat(buf, ",");
 		if (i < ARRAY_LEN(names))
-			strcat(buf, names[i]);
+			len += snprintf(buf + len, sizeof(buf) - len, "%s%s",
+					len ? "," : "", names[i]);
 		else
-			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
-				 "%#x", 1U << i);
+			len += snprintf(buf + len, sizeof(buf) - len, "%s%#x",
+					len ? "," : "", 1U << i);
 	}
-	out_str(o, "flags", *buf ? buf : "none");
+	out_str(o, "flags", len ? buf : "none");
 }
 
 /*
@@ -261,7 +267,8 @@ static void out_addr(struct out *o, const struct nlattr *a)
 		snprintf(text, sizeof(text), "unix:pid=%u", pid);
 	} else {
 		for (i = 0; i < n && i < HMC_PEER_ADDR_MAX; i++)
-			sprintf(text + 2 * i, "%02x", b[i]);
+			snprintf(text + 2 * i, sizeof(text) - 2 * i, "%02x",
+				 b[i]);
 	}
 	out_str(o, "addr", n ? text : "-");
 }

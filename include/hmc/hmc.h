@@ -12,7 +12,10 @@
  *  - every call returns 0 (or a count) on success and a negative errno on
  *    failure; hmc_strerror() turns it into text;
  *  - option structs start with their own size (use HMC_OPTS()), so they can
- *    grow without breaking callers; unknown trailing fields must be zero;
+ *    grow without breaking callers: a shorter struct (an older build) reads
+ *    as zero-extended, a longer one (a newer header) is refused with -E2BIG
+ *    unless everything after the fields this library knows is zero. They
+ *    have no implicit padding; reserved fields must be zero (-EINVAL);
  *  - timeouts are in milliseconds; HMC_TIMEOUT_INFINITE waits forever and is
  *    never a default;
  *  - the library never exits, never installs signal handlers and prints
@@ -242,10 +245,11 @@ struct hmc_comm_opts {
 	 * HMC_VERBS_MAX_CHANNELS); large transfers are striped across them.
 	 */
 	uint32_t num_chs;
+	uint32_t reserved0;		/* must be 0 */
 	/* Verbs: device name; NULL takes HMC_IB_DEV, else the first active port. */
 	const char *ib_dev;
 	uint32_t ib_port;		/* verbs: port on ib_dev (0: first active) */
-	uint32_t reserved;		/* zero */
+	uint32_t reserved1;		/* must be 0 */
 	/*
 	 * TLS 1.3 on every control connection, with certificates verified
 	 * both ways against @tls_ca: PEM files of this process's certificate

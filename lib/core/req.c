@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "core/peer.h"
 #include "core/req.h"
 
 #define REQ_CHUNK	1024u

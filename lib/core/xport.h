@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Transport interface. The communicator core knows transports only through
- * this table; transports never call each other.
+ * Transport interface: what a transport provides (struct xport_ops) and
+ * what it may call back. The communicator core knows transports only
+ * through this table; transports never call each other. lib/xport/ holds
+ * the transports and hands out their tables with the optional ops filled
+ * in with defaults (xport/xport.h), so that the core calls every op.
  *
  * Contract:
  *  - init() runs once per communicator, the first time a peer uses the
@@ -13,18 +16,22 @@
  *  - post() starts a put, get or flush; when it returns 0 the transport owns
  *    the request and calls req_complete() exactly once, possibly before
  *    post() returns; on error it does not own it;
- *  - peer_fd() (optional) names a descriptor to pass to the peer with our
- *    metadata (Unix control connections only); the peer's transport gets
- *    its copy through peer_attach_fd() before peer_connect() and owns it;
- *  - put_signal() (optional) posts a put whose tag travels on the data path
- *    behind the data; the receiving transport hands the tag to
- *    comm_deliver_tag() once the data is visible. Without it the core puts,
- *    flushes and sends the tag over the control plane;
+ *  - post() and put_signal() may run in any thread, concurrently with each
+ *    other and with progress(), never with peer_destroy() of their peer:
+ *    the core waits for its posters before destroying a transport peer;
+ *  - peer_fd() (optional; default: none, -1) names a descriptor to pass to
+ *    the peer with our metadata (Unix control connections only); the
+ *    peer's transport gets its copy through peer_attach_fd() (default:
+ *    closes it, -EPROTO) before peer_connect() and owns it;
+ *  - put_signal() (optional; default: -EOPNOTSUPP) posts a put whose tag
+ *    travels on the data path behind the data; the receiving transport
+ *    hands the tag to comm_deliver_tag() once the data is visible. Without
+ *    it the core puts, flushes and sends the tag over the control plane;
  *  - progress() and arm() never block; errors of a peer found while
  *    progressing are reported with comm_peer_error(), never by tearing the
  *    peer down from inside the transport;
  *  - a transport with one descriptor for all its peers names it with
- *    event_fd(); one with a descriptor per peer leaves event_fd NULL and
+ *    event_fd(); one with a descriptor per peer leaves event_fd out and
  *    hands each to xport_watch(), so that it sits in the progress engine's
  *    own epoll set: every level of nested epoll adds a wake-up to each
  *    packet's delivery. Such a transport watches its descriptors from
@@ -79,12 +86,20 @@ struct xport_ops {
 
 /*
  * Progress transport @type when @fd becomes readable; 0 or -errno.
- * progress_unwatch() undoes it (before the fd is closed).
+ * xport_unwatch() undoes it (before the fd is closed).
  */
 int xport_watch(struct hmc_comm *c, enum hmc_transport type, int fd);
+void xport_unwatch(struct hmc_comm *c, int fd);
 
-extern const struct xport_ops xport_ucx_ops;
-extern const struct xport_ops xport_shm_ops;
-extern const struct xport_ops xport_verbs_ops;
+/*
+ * A transport found @p broken: it is closed by the next progress round
+ * (callable from inside transport progress).
+ */
+void comm_peer_error(struct hmc_comm *c, struct peer *p, int err);
+/*
+ * A tag from @p arrived on a transport's data path (put_signal): queue it
+ * for hmc_comm_recv_tag(); a flood fails the peer.
+ */
+void comm_deliver_tag(struct hmc_comm *c, struct peer *p, uint64_t tag);
 
 #endif

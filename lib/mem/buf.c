@@ -25,8 +25,8 @@
 
 #include "mem/buf.h"
 #include "mem/devhmc.h"
-#include "sys/log.h"
 #include "mem/mem.h"
+#include "sys/log.h"
 #include "sys/opts.h"
 #include "sys/util.h"
 

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sys/log.h"
 #include "mem/mem.h"
+#include "sys/log.h"
 
 /*
  * Error codes that the CUDA driver API (CUDA_ERROR_*) and the HIP runtime

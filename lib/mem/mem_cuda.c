@@ -13,8 +13,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "sys/log.h"
 #include "mem/mem.h"
+#include "sys/log.h"
 
 typedef int CUresult;
 typedef int CUdevice;

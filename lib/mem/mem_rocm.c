@@ -10,8 +10,8 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "sys/log.h"
 #include "mem/mem.h"
+#include "sys/log.h"
 
 typedef int hipError_t;
 typedef struct ihipStream_t *hipStream_t;

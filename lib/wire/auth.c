@@ -8,8 +8,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "wire/auth.h"
 #include "sys/util.h"
+#include "wire/auth.h"
 
 int auth_nonce(uint8_t nonce[FRAME_NONCE_LEN])
 {

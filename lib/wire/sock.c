@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "sys/log.h"
-#include "wire/sock.h"
 #include "sys/util.h"
+#include "wire/sock.h"
 
 static int set_nodelay(int fd)
 {

@@ -39,7 +39,7 @@
 #include <ucp/api/ucp.h>
 #include <ucs/debug/log_def.h>
 
-#include "core/comm.h"
+#include "core/peer.h"
 #include "sys/log.h"
 
 #define UCX_PROGRESS_BATCH	64
@@ -202,7 +202,7 @@ static void peer_unwatch(struct ucx_peer *up)
 {
 	if (!up->watched)
 		return;
-	progress_unwatch(up->u->comm, up->efd);
+	xport_unwatch(up->u->comm, up->efd);
 	up->watched = false;
 }
 

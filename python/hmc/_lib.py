@@ -19,6 +19,8 @@ SONAME = "libhmc.so.0"
 c_req = c_uint64
 
 
+# Copies of <hmc/hmc.h>, which python/tests/test_layout.py compares with
+# the header: field for field, reserved ones included (they must be zero).
 class CommOpts(Structure):
     """struct hmc_comm_opts."""
     _fields_ = [
@@ -29,8 +31,13 @@ class CommOpts(Structure):
         ("connect_timeout_ms", c_int),
         ("op_timeout_ms", c_int),
         ("num_chs", c_uint32),
+        ("reserved0", c_uint32),
         ("ib_dev", c_char_p),
         ("ib_port", c_uint32),
+        ("reserved1", c_uint32),
+        ("tls_cert", c_char_p),
+        ("tls_key", c_char_p),
+        ("tls_ca", c_char_p),
     ]
 
 

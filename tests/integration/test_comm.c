@@ -137,7 +137,7 @@ static uint64_t seed_landing(int k, int me) { return 0x9000 + (uint64_t)k * 64 +
 #define TAG_RESUME		0x7e5ee7e5ee7e5eeULL
 #define TAG_IDLE		0x1d1e1d1e1d1e1d1eULL
 #define IDLE_FLAG		0xf1a9f1a9f1a9f1a9ULL
-#define IDLE_SPIN_MS		50	/* well over the engine's 10 ms (progress.c) */
+#define IDLE_SPIN_MS		50	/* well over the engine's 10 ms (engine.c) */
 
 /* ----------------------------------------------------------------- plans */
 

@@ -125,6 +125,16 @@ _Static_assert(HMC_IOC_PEER_RELEASE == 0x4008e808, "PEER_RELEASE");
 _Static_assert(HMC_IOC_PEER_INFO == 0xc070e809, "PEER_INFO");
 _Static_assert(HMC_IOC_PEER_STATE == 0x4068e80a, "PEER_STATE");
 
+/* The first published sizes never change, whatever the structs become. */
+_Static_assert(HMC_VERSION_SIZE_VER0 == 48 && HMC_BUF_ALLOC_SIZE_VER0 == 48 &&
+	       HMC_BUF_PIN_SIZE_VER0 == 40 && HMC_BUF_FREE_SIZE_VER0 == 8 &&
+	       HMC_BUF_INFO_SIZE_VER0 == 48 && HMC_STATS_SIZE_VER0 == 32 &&
+	       HMC_BUF_EXPORT_SIZE_VER0 == 48 &&
+	       HMC_PEER_IMPORT_SIZE_VER0 == 64 &&
+	       HMC_PEER_RELEASE_SIZE_VER0 == 8 &&
+	       HMC_PEER_INFO_SIZE_VER0 == 112 &&
+	       HMC_PEER_STATE_SIZE_VER0 == 104, "HMC_*_SIZE_VER0");
+
 _Static_assert(HMC_STAT_BUFS_LIVE == 0 && HMC_STAT_MEMLOCK_REFUSED == 7 &&
 	       HMC_STAT_EXPORTS_LIVE == 8 && HMC_STAT_EVENTS_DROPPED == 14 &&
 	       HMC_STAT_COUNT == 15, "enum hmc_stat");

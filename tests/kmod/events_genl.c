@@ -4,9 +4,14 @@
  * dumps, strict validation, permissions and the events of a scripted run,
  * with their sequence numbers.
  */
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/userfaultfd.h>
 #include <netlink/genl/ctrl.h>
 
 #include "events.h"
@@ -601,6 +606,143 @@ START_TEST(genl_invalidation_event)
 END_TEST
 
 /*
+ * An import caught between being made and being announced: the ioctl's
+ * copy of the results back to user space stops on a write-protected page
+ * (userfaultfd) while a helper thread moves the exporter's memory, then
+ * either lets the copy go on (the import is published) or unmaps the page
+ * (the copy fails and the import is undone).
+ */
+struct wp_move {
+	int uffd, dmabuf;
+	uint8_t *page;
+	int undo;
+	int moved;		/* mover_move()'s result */
+	char err[128];
+};
+
+/* A userfaultfd that write-protects the (populated) page @p. */
+static int uffd_write_protect(uint8_t *p)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)p, .len = pg },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)p, .len = pg },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+	int uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+
+	ck_assert_msg(uffd >= 0, "userfaultfd: %s", strerror(errno));
+	ck_assert_int_eq(ioctl(uffd, UFFDIO_API, &api), 0);
+	ck_assert_msg(!ioctl(uffd, UFFDIO_REGISTER, &reg),
+		      "UFFDIO_REGISTER (WP): %s", strerror(errno));
+	ck_assert_int_eq(ioctl(uffd, UFFDIO_WRITEPROTECT, &wp), 0);
+	return uffd;
+}
+
+static void *wp_move_fn(void *arg)
+{
+	struct wp_move *w = arg;
+	struct pollfd pfd = { .fd = w->uffd, .events = POLLIN };
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)w->page, .len = pg },
+	};
+	struct uffd_msg msg;
+
+	if (poll(&pfd, 1, 10000) != 1 ||
+	    read(w->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT ||
+	    !(msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)) {
+		snprintf(w->err, sizeof(w->err),
+			 "no write-protect fault in 10 s (errno %d)", errno);
+		return NULL;
+	}
+	w->moved = mover_move(w->dmabuf);
+	if (w->undo) {
+		/* The copy retries, finds nothing mapped and fails. */
+		if (munmap(w->page, pg) ||
+		    ioctl(w->uffd, UFFDIO_WAKE, &wp.range))
+			snprintf(w->err, sizeof(w->err), "unmap, wake: %s",
+				 strerror(errno));
+	} else if (ioctl(w->uffd, UFFDIO_WRITEPROTECT, &wp)) {
+		snprintf(w->err, sizeof(w->err), "unprotect: %s",
+			 strerror(errno));
+	}
+	return NULL;
+}
+
+/*
+ * move_notify of an import that was not announced yet sends nothing: a
+ * published import comes with PEER_IMPORTED (showing it invalidated), an
+ * undone one with no event at all.
+ */
+START_TEST(genl_no_invalidation_before_import)
+{
+	static struct listener l;
+	struct hmc_peer_import *arg;
+	struct hmc_peer_info info;
+	struct wp_move w;
+	uint32_t handle = 0;
+	int dmabuf, fd, round, ret;
+	pthread_t t;
+	struct ev *e;
+
+	dmabuf = mover_create(4 * pg, 5);
+	if (dmabuf < 0)
+		SKIP("no hmc_test_mover.ko");
+	EXPECT_OK(listener_open(&l, 0));
+	fd = open_dev();
+	for (round = 0; round < 2; round++) {
+		memset(&w, 0, sizeof(w));
+		w.page = map_anon(pg);
+		memset(w.page, 0, pg);	/* populated: write-protectable */
+		arg = (void *)w.page;
+		arg->fd = dmabuf;
+		arg->flags = HMC_PEER_IMPORT_F_DYNAMIC;
+		w.dmabuf = dmabuf;
+		w.undo = round;
+		w.moved = 1;
+		w.uffd = uffd_write_protect(w.page);
+		ck_assert_int_eq(pthread_create(&t, NULL, wp_move_fn, &w), 0);
+		ret = hmc_ioc(fd, HMC_IOC_PEER_IMPORT, arg);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_msg(!w.err[0], "%s", w.err);
+		EXPECT_OK(w.moved);
+		close(w.uffd);
+		if (w.undo) {
+			EXPECT_ERR(ret, EFAULT);
+			continue;
+		}
+		EXPECT_OK(ret);
+		handle = arg->handle;
+		EXPECT_OK(hmc_peer_info(fd, handle, &info));
+		ck_assert_uint_eq(info.state, HMC_PEER_ST_INVALIDATED);
+		EXPECT_OK(hmc_release(fd, handle));
+		munmap(w.page, pg);
+	}
+	ck_assert_uint_eq(stat_of(fd, 0, HMC_STAT_IMPORTS_LIVE), 0);
+	/* The last event: all before it have come. */
+	EXPECT_OK(hmc_peer_report(fd, 9, HMC_PEER_CONNECTED, 0, 0, NULL, 0));
+	expect_events(&l, 3);
+	e = l.ev;
+	ck_assert_int_eq(e[0].cmd, HMC_EVT_PEER_IMPORTED);
+	ck_assert_uint_eq(e[0].handle, handle);
+	ck_assert_uint_eq(e[0].import_state, HMC_PEER_ST_INVALIDATED);
+	ck_assert_uint_eq(e[0].nents, 0);
+	ck_assert_int_eq(e[1].cmd, HMC_EVT_PEER_RELEASED);
+	ck_assert_uint_eq(e[1].import_id, e[0].import_id);
+	ck_assert_int_eq(e[2].cmd, HMC_EVT_PEER_CONNECTED);
+	ck_assert_uint_eq(e[2].peer_id, 9);
+	listener_close(&l);
+	close(dmabuf);
+	close(fd);
+	expect_no_live();
+}
+END_TEST
+
+/*
  * A listener that does not read loses events: its socket overruns
  * (ENOBUFS), and the next event it gets shows how many it missed.
  */
@@ -641,6 +783,7 @@ const struct test genl_tests[] = {
 	T(genl_permissions, 30),
 	T(genl_events_of_a_run, 30),
 	T(genl_invalidation_event, 30),
+	T(genl_no_invalidation_before_import, 30),
 	T(genl_overrun_shows_as_gap, 60),
 	{ NULL }
 };

@@ -77,6 +77,8 @@ int test_main(const char *prog, const struct test *const *groups,
 extern const char *const stat_names[HMC_STAT_COUNT];
 extern const int live_stats[NR_LIVE_STATS];
 extern const unsigned int all_cmds[NR_CMDS];
+/* HMC_*_SIZE_VER0 of all_cmds[i]. */
+extern const unsigned int ver0_sizes[NR_CMDS];
 
 /* Runs @fn in a forked process; fails the test if that one fails. */
 void run_child(void (*fn)(void *), void *arg);

@@ -119,24 +119,203 @@ START_TEST(ioctl_wrong_direction)
 }
 END_TEST
 
-START_TEST(ioctl_short_struct)
+/* Older than the first published struct: no binary ever passed that. */
+START_TEST(ioctl_below_first_version)
 {
-	uint8_t arg[64] = { 0 };
+	uint8_t arg[128] = { 0 };
 	size_t i, size;
 	int fd = open_dev();
 
 	((struct hmc_buf_alloc *)arg)->size = 4096;
 	for (i = 0; i < NR_CMDS; i++) {
 		unsigned int cmd = all_cmds[i];
-		size_t ksize = _IOC_SIZE(cmd);
-		size_t sizes[] = { 0, 1, ksize - 8, ksize - 1 };
+		size_t min = ver0_sizes[i];
+		size_t sizes[] = { 0, 1, min - 8, min - 1 };
 
+		ck_assert_uint_le(min, _IOC_SIZE(cmd));
 		for (size = 0; size < 4; size++)
 			EXPECT_ERR(ioc_sized(fd, _IOC_DIR(cmd), _IOC_NR(cmd),
 					     sizes[size], arg), EINVAL);
 	}
 	ck_assert_uint_eq(stat_of(fd, 0, HMC_STAT_BUFS_CREATED), 0);
 	close(fd);
+	expect_no_live();
+}
+END_TEST
+
+/* What a valid request of each command needs, made up front. */
+struct valid_req {
+	int fd;
+	uint8_t *anon;		/* a page to pin */
+	uint32_t buf;		/* a live buffer of one page */
+	int dmabuf;		/* exported from it */
+	uint32_t imp;		/* an import of that */
+};
+
+/* Fills the zeroed @arg with a valid request of @cmd. */
+static void valid_request(const struct valid_req *r, unsigned int cmd,
+			  void *arg)
+{
+	struct hmc_peer_import imp;
+
+	switch (cmd) {
+	case HMC_IOC_GET_VERSION:
+		break;
+	case HMC_IOC_BUF_ALLOC:
+		((struct hmc_buf_alloc *)arg)->size = 2 * pg;
+		break;
+	case HMC_IOC_BUF_PIN:
+		((struct hmc_buf_pin *)arg)->addr = (uintptr_t)r->anon;
+		((struct hmc_buf_pin *)arg)->size = pg;
+		break;
+	case HMC_IOC_BUF_FREE:
+		((struct hmc_buf_free *)arg)->handle = alloc_ok(r->fd, pg, NULL);
+		break;
+	case HMC_IOC_BUF_INFO:
+		((struct hmc_buf_info *)arg)->handle = r->buf;
+		break;
+	case HMC_IOC_GET_STATS:
+		break;
+	case HMC_IOC_BUF_EXPORT:
+		((struct hmc_buf_export *)arg)->handle = r->buf;
+		((struct hmc_buf_export *)arg)->flags = HMC_BUF_EXPORT_F_CLOEXEC;
+		break;
+	case HMC_IOC_PEER_IMPORT:
+		((struct hmc_peer_import *)arg)->fd = r->dmabuf;
+		break;
+	case HMC_IOC_PEER_RELEASE:
+		EXPECT_OK(hmc_import(r->fd, r->dmabuf, 0, 0, 0, &imp));
+		((struct hmc_peer_release *)arg)->handle = imp.handle;
+		break;
+	case HMC_IOC_PEER_INFO:
+		((struct hmc_peer_info *)arg)->handle = r->imp;
+		break;
+	case HMC_IOC_PEER_STATE:
+		((struct hmc_peer_state *)arg)->peer_id = 7;
+		((struct hmc_peer_state *)arg)->state = HMC_PEER_CONNECTED;
+		break;
+	default:
+		ck_abort_msg("command %#x has no valid request", cmd);
+	}
+}
+
+/* Checks what @cmd did with the request of valid_request(), and undoes it. */
+static void expect_result(const struct valid_req *r, unsigned int cmd,
+			  const void *arg)
+{
+	const struct hmc_buf_alloc *alloc = arg;
+	const struct hmc_buf_pin *pin = arg;
+	const struct hmc_buf_info *info = arg;
+	const struct hmc_peer_import *imp = arg;
+	struct hmc_buf_info bi;
+	struct hmc_peer_info pi;
+
+	switch (cmd) {
+	case HMC_IOC_GET_VERSION:
+		ck_assert_uint_eq(((const struct hmc_version *)arg)->abi_major,
+				  HMC_ABI_MAJOR);
+		break;
+	case HMC_IOC_BUF_ALLOC:
+		EXPECT_OK(hmc_info(r->fd, alloc->handle, &bi));
+		ck_assert_uint_eq(bi.size, 2 * pg);
+		ck_assert_uint_eq(alloc->mmap_offset, bi.mmap_offset);
+		EXPECT_OK(hmc_free(r->fd, alloc->handle));
+		break;
+	case HMC_IOC_BUF_PIN:
+		EXPECT_OK(hmc_info(r->fd, pin->handle, &bi));
+		ck_assert_uint_eq(bi.type, HMC_BUF_TYPE_PINNED);
+		EXPECT_OK(hmc_free(r->fd, pin->handle));
+		break;
+	case HMC_IOC_BUF_FREE:
+		EXPECT_ERR(hmc_info(r->fd, ((const struct hmc_buf_free *)arg)->handle,
+				    &bi), ENOENT);
+		break;
+	case HMC_IOC_BUF_INFO:
+		ck_assert_uint_eq(info->type, HMC_BUF_TYPE_KERNEL);
+		ck_assert_uint_eq(info->size, pg);
+		break;
+	case HMC_IOC_GET_STATS:
+		ck_assert_uint_eq(((const struct hmc_stats *)arg)->nr_counters,
+				  HMC_STAT_COUNT);
+		break;
+	case HMC_IOC_BUF_EXPORT:
+		ck_assert_int_ge(((const struct hmc_buf_export *)arg)->fd, 0);
+		ck_assert_int_eq(close(((const struct hmc_buf_export *)arg)->fd),
+				 0);
+		break;
+	case HMC_IOC_PEER_IMPORT:
+		EXPECT_OK(hmc_peer_info(r->fd, imp->handle, &pi));
+		ck_assert_uint_eq(pi.size, pg);
+		ck_assert_uint_eq(imp->mmap_offset, pi.mmap_offset);
+		EXPECT_OK(hmc_release(r->fd, imp->handle));
+		break;
+	case HMC_IOC_PEER_RELEASE:
+		EXPECT_ERR(hmc_peer_info(r->fd,
+			   ((const struct hmc_peer_release *)arg)->handle, &pi),
+			   ENOENT);
+		break;
+	case HMC_IOC_PEER_INFO:
+		ck_assert_uint_eq(((const struct hmc_peer_info *)arg)->size, pg);
+		ck_assert_uint_eq(((const struct hmc_peer_info *)arg)->state,
+				  HMC_PEER_ST_MAPPED);
+		break;
+	case HMC_IOC_PEER_STATE:
+		EXPECT_OK(hmc_peer_report(r->fd, 7, HMC_PEER_DISCONNECTED, 0, 0,
+					  NULL, 0));
+		break;
+	}
+}
+
+/*
+ * Every size from the first published one on works: an older binary's
+ * (HMC_*_SIZE_VER0, zero-extended while a struct is longer than that), the
+ * kernel's own, and a newer binary's with a zero tail. Results are written
+ * in the caller's size: nothing past it, and a newer caller's tail cleared.
+ */
+START_TEST(ioctl_sizes_from_first_version)
+{
+	static uint8_t arg[512];
+	struct hmc_peer_import imp;
+	struct valid_req r;
+	size_t i, s, b;
+
+	r.fd = open_dev();
+	r.anon = map_anon(pg);
+	r.buf = alloc_ok(r.fd, pg, NULL);
+	EXPECT_OK(hmc_export(r.fd, r.buf, HMC_BUF_EXPORT_F_CLOEXEC, 0, 0,
+			     &r.dmabuf));
+	EXPECT_OK(hmc_import(r.fd, r.dmabuf, 0, 0, 0, &imp));
+	r.imp = imp.handle;
+	for (i = 0; i < NR_CMDS; i++) {
+		unsigned int cmd = all_cmds[i];
+		size_t ksize = _IOC_SIZE(cmd);
+		size_t sizes[] = { ver0_sizes[i], ksize, ksize + 16,
+				   sizeof(arg) - 8 };
+
+		for (s = 0; s < 4; s++) {
+			memset(arg, 0, sizes[s]);
+			memset(arg + sizes[s], 0x5a, sizeof(arg) - sizes[s]);
+			valid_request(&r, cmd, arg);
+			ck_assert_msg(!ioc_sized(r.fd, _IOC_DIR(cmd),
+						 _IOC_NR(cmd), sizes[s], arg),
+				      "command %zu, %zu bytes: %s", i,
+				      sizes[s], strerror(errno));
+			for (b = sizes[s]; b < sizeof(arg); b++)
+				ck_assert_msg(arg[b] == 0x5a,
+					      "command %zu, %zu bytes: wrote byte %zu",
+					      i, sizes[s], b);
+			for (b = ksize; b < sizes[s]; b++)
+				ck_assert_msg(!arg[b],
+					      "command %zu, %zu bytes: tail byte %zu",
+					      i, sizes[s], b);
+			expect_result(&r, cmd, arg);
+		}
+	}
+	EXPECT_OK(hmc_release(r.fd, r.imp));
+	close(r.dmabuf);
+	EXPECT_OK(hmc_free(r.fd, r.buf));
+	munmap(r.anon, pg);
+	close(r.fd);
 	expect_no_live();
 }
 END_TEST
@@ -553,7 +732,8 @@ const struct test ioctl_tests[] = {
 	T(ioctl_unknown_command, 30),
 	T(ioctl_wrong_magic, 30),
 	T(ioctl_wrong_direction, 30),
-	T(ioctl_short_struct, 30),
+	T(ioctl_below_first_version, 30),
+	T(ioctl_sizes_from_first_version, 30),
 	T(ioctl_larger_struct, 30),
 	T(bad_user_pointers, 30),
 	T(alloc_success, 30),

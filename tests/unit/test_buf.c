@@ -27,6 +27,18 @@
 #include "pattern.h"
 #include "run_tcase.h"
 
+/* AddressSanitizer intercepts mlock() and returns 0 without locking. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN_BUILD	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN_BUILD	1
+#endif
+#endif
+#ifndef ASAN_BUILD
+#define ASAN_BUILD	0
+#endif
+
 /* Messages libhmc logged while a test ran. */
 static struct {
 	int count[HMC_LOG_DEBUG + 1];
@@ -157,47 +169,6 @@ START_TEST(test_opts_size)
 	ck_assert_int_eq(hmc_buf_create(HMC_MEM_CPU, 0, 64, &next.v1, &buf),
 			 -E2BIG);
 	ck_assert_ptr_null(buf);
-}
-END_TEST
-
-/* The helper itself, with a struct whose first version was shorter. */
-struct opts_v2 {
-	size_t sz;
-	uint32_t a;		/* version 1 ended here */
-	uint32_t b;
-};
-
-START_TEST(test_opts_load)
-{
-	struct opts_v2 out, in = { .sz = sizeof(in), .a = 5, .b = 6 };
-	unsigned char bigger[sizeof(in) + 8] = { 0 };
-
-	memset(&out, 0xff, sizeof(out));
-	ck_assert_int_eq(OPTS_LOAD(&out, NULL, opts_v2, a), 0);
-	ck_assert_uint_eq(out.sz, sizeof(out));
-	ck_assert_uint_eq(out.a, 0);
-	ck_assert_uint_eq(out.b, 0);
-
-	ck_assert_int_eq(OPTS_LOAD(&out, &in, opts_v2, a), 0);
-	ck_assert_uint_eq(out.a, 5);
-	ck_assert_uint_eq(out.b, 6);
-
-	/* An older caller: b is not passed and reads as zero. */
-	in.sz = OPTS_MIN_SIZE(opts_v2, a);
-	ck_assert_int_eq(OPTS_LOAD(&out, &in, opts_v2, a), 0);
-	ck_assert_uint_eq(out.sz, sizeof(out));
-	ck_assert_uint_eq(out.a, 5);
-	ck_assert_uint_eq(out.b, 0);
-
-	in.sz = OPTS_MIN_SIZE(opts_v2, a) - 1;
-	ck_assert_int_eq(OPTS_LOAD(&out, &in, opts_v2, a), -EINVAL);
-
-	in.sz = sizeof(bigger);
-	memcpy(bigger, &in, sizeof(in));
-	ck_assert_int_eq(OPTS_LOAD(&out, bigger, opts_v2, a), 0);
-	ck_assert_uint_eq(out.b, 6);
-	bigger[sizeof(bigger) - 1] = 1;
-	ck_assert_int_eq(OPTS_LOAD(&out, bigger, opts_v2, a), -E2BIG);
 }
 END_TEST
 
@@ -679,7 +650,6 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_create_args);
 	tcase_add_test(tc, test_opts_size);
-	tcase_add_test(tc, test_opts_load);
 	tcase_add_test(tc, test_flags);
 	tcase_add_test(tc, test_numa);
 	tcase_add_test(tc, test_no_kmod);
@@ -693,7 +663,10 @@ int main(void)
 		tcase_add_test(tc, test_without_module);
 		tcase_add_test(tc, test_export_without_module);
 		tcase_add_test(tc, test_require_kmod);
-		tcase_add_test(tc, test_mlock_refused);
+		if (ASAN_BUILD)
+			printf("SKIP: mlock_refused: AddressSanitizer makes mlock() a no-op (the plain build runs it)\n");
+		else
+			tcase_add_test(tc, test_mlock_refused);
 	}
 	if (gpu_runtime_present())
 		printf("SKIP: a GPU runtime is present: its -ENODEV test does not apply (tests/gpu covers it)\n");

@@ -10,7 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/comm.h"
+#include <hmc/hmc.h>
+
+#include "sys/util.h"
+#include "wire/conn.h"
 #include "wire/frame.h"
 #include "pattern.h"
 #include "run_tcase.h"
@@ -153,6 +156,13 @@ START_TEST(test_payloads)
 	ck_assert_int_eq(frame_encode_xport(p, &x), -EMSGSIZE);
 	x.status = 5;				/* a positive status is a lie */
 	x.blob_len = 0;
+	frame_encode_xport(p, &x);
+	ck_assert_int_eq(frame_decode_xport(p, FRAME_XPORT_HDR_LEN, &x2), -EPROTO);
+	x.status = -FRAME_MAX_ERRNO;		/* the last errno */
+	frame_encode_xport(p, &x);
+	ck_assert_int_eq(frame_decode_xport(p, FRAME_XPORT_HDR_LEN, &x2), 0);
+	ck_assert_int_eq(x2.status, -FRAME_MAX_ERRNO);
+	x.status = -FRAME_MAX_ERRNO - 1;	/* no errno: garbage */
 	frame_encode_xport(p, &x);
 	ck_assert_int_eq(frame_decode_xport(p, FRAME_XPORT_HDR_LEN, &x2), -EPROTO);
 }

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/comm.h"
+#include "core/peer.h"
 #include "core/req.h"
 #include "run_tcase.h"
 

@@ -350,6 +350,23 @@ struct hmc_peer_state {
 	__u64 reserved[2];
 };
 
+/*
+ * The first published size of each command's struct: a caller may pass any
+ * size from this one on (an older binary's shorter struct is zero-extended,
+ * see the rules at the top); a shorter one is refused with EINVAL.
+ */
+#define HMC_VERSION_SIZE_VER0		48
+#define HMC_BUF_ALLOC_SIZE_VER0		48
+#define HMC_BUF_PIN_SIZE_VER0		40
+#define HMC_BUF_FREE_SIZE_VER0		8
+#define HMC_BUF_INFO_SIZE_VER0		48
+#define HMC_STATS_SIZE_VER0		32
+#define HMC_BUF_EXPORT_SIZE_VER0	48
+#define HMC_PEER_IMPORT_SIZE_VER0	64
+#define HMC_PEER_RELEASE_SIZE_VER0	8
+#define HMC_PEER_INFO_SIZE_VER0		112
+#define HMC_PEER_STATE_SIZE_VER0	104
+
 #define HMC_IOC_GET_VERSION	_IOR(HMC_IOC_MAGIC, 0x00, struct hmc_version)
 #define HMC_IOC_BUF_ALLOC	_IOWR(HMC_IOC_MAGIC, 0x01, struct hmc_buf_alloc)
 #define HMC_IOC_BUF_PIN		_IOWR(HMC_IOC_MAGIC, 0x02, struct hmc_buf_pin)

@@ -67,8 +67,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "core/peer.h"
 #include "mem/buf.h"
-#include "core/comm.h"
 #include "sys/lock.h"
 #include "sys/log.h"
 #include "xport/verbs/verbs.h"

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Library setup, exit and queries; the fatal-error path.
+ *
+ * Errors the standard leaves to the implementation (a non-symmetric
+ * address, a PE out of range, start-up failures, calls before shmem_init)
+ * print one line naming the PE and the call on stderr and end the job the
+ * way shmem_global_exit() does: the launcher ends the other PEs.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define SHM_DEFAULT_HEAP	(128UL << 20)
+
+struct shm_state shm = { .me = -1 };
+
+void shm_fatal(const char *call, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	if (shm.me >= 0)
+		fprintf(stderr, "shmem: PE %d: %s: %s\n", shm.me, call, msg);
+	else
+		fprintf(stderr, "shmem: %s: %s\n", call, msg);
+	_exit(1);
+}
+
+void shm_check_init(const char *call)
+{
+	if (!shm.initialized)
+		shm_fatal(call, "called before shmem_init");
+	if (shm.finalized)
+		shm_fatal(call, "called after shmem_finalize");
+}
+
+/* SHMEM_SYMMETRIC_SIZE: bytes, with an optional K, M, G or T (powers of 1024). */
+static size_t heap_size(void)
+{
+	const char *s = getenv("SHMEM_SYMMETRIC_SIZE");
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s)
+		return SHM_DEFAULT_HEAP;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		goto bad;
+	switch (toupper((unsigned char)*end)) {
+	case 'T': v <<= 10; /* fall through */
+	case 'G': v <<= 10; /* fall through */
+	case 'M': v <<= 10; /* fall through */
+	case 'K': v <<= 10; end++; break;
+	case '\0': break;
+	default: goto bad;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || !v || v > (1ULL << 44))
+		goto bad;
+	return (size_t)v;
+bad:
+	shm_fatal("shmem_init", "SHMEM_SYMMETRIC_SIZE=%s is not a size (bytes, K, M, G or T)",
+		  s);
+}
+
+static bool env_true(const char *name)
+{
+	const char *s = getenv(name);
+
+	return s && *s && strcmp(s, "0") && strcasecmp(s, "no") &&
+	       strcasecmp(s, "false");
+}
+
+static void print_info(size_t heap)
+{
+	if (shm.me != 0)
+		return;
+	if (env_true("SHMEM_VERSION") || env_true("SHMEM_INFO"))
+		printf("%s: OpenSHMEM %d.%d\n", SHMEM_VENDOR_STRING,
+		       SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION);
+	if (env_true("SHMEM_INFO"))
+		printf("  PEs %d, symmetric heap %zu bytes per PE (SHMEM_SYMMETRIC_SIZE), "
+		       "one host: peers' heaps and data segments mapped\n",
+		       shm.npes, heap);
+}
+
+int shmem_init_thread(int requested, int *provided)
+{
+	size_t heap;
+	int err;
+
+	if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE)
+		shm_fatal("shmem_init_thread", "thread level %d is not one of SHMEM_THREAD_*",
+			  requested);
+	if (shm.initialized && !shm.finalized) {
+		if (provided)
+			*provided = shm.thread_level;
+		return 0;
+	}
+	if (shm.finalized)
+		shm_fatal("shmem_init", "the library cannot be initialised again after shmem_finalize");
+	err = shm_boot_init(&shm.me, &shm.npes);
+	if (err)
+		shm_fatal("shmem_init", "bootstrap: %s (HMC_SHMEM_* from oshrun are invalid)",
+			  strerror(-err));
+	heap = heap_size();
+	err = shm_seg_init(heap);
+	if (err)
+		shm_fatal("shmem_init", "symmetric segments: %s", strerror(-err));
+	shm_heap_init((char *)shm.heap.base + shm.heap_internal,
+		      shm.heap.len - shm.heap_internal);
+	shm_team_init();
+	/* Every operation is a copy or a CPU atomic, safe from any thread. */
+	shm.thread_level = SHMEM_THREAD_MULTIPLE;
+	shm.initialized = 1;
+	print_info(heap);
+	shmem_barrier_all();
+	if (provided)
+		*provided = shm.thread_level;
+	return 0;
+}
+
+void shmem_init(void)
+{
+	shmem_init_thread(SHMEM_THREAD_SINGLE, NULL);
+}
+
+void shmem_query_thread(int *provided)
+{
+	shm_check_init("shmem_query_thread");
+	*provided = shm.thread_level;
+}
+
+void shmem_finalize(void)
+{
+	if (!shm.initialized || shm.finalized)
+		return;
+	shmem_barrier_all();
+	shm.finalized = 1;
+	shm_seg_fini();
+	shm_boot_fini();
+}
+
+void shmem_global_exit(int status)
+{
+	fflush(NULL);
+	shm_boot_abort(status & 0xff);
+	_exit(status);
+}
+
+int shmem_my_pe(void)
+{
+	return shm.initialized ? shm.me : -1;
+}
+
+int shmem_n_pes(void)
+{
+	return shm.initialized ? shm.npes : -1;
+}
+
+int shmem_pe_accessible(int pe)
+{
+	shm_check_init("shmem_pe_accessible");
+	return pe >= 0 && pe < shm.npes;
+}
+
+int shmem_addr_accessible(const void *addr, int pe)
+{
+	shm_check_init("shmem_addr_accessible");
+	return pe >= 0 && pe < shm.npes && shm_peer_addr(addr, pe);
+}
+
+void *shmem_ptr(const void *dest, int pe)
+{
+	shm_check_init("shmem_ptr");
+	if (pe < 0 || pe >= shm.npes)
+		return NULL;
+	return shm_peer_addr(dest, pe);
+}
+
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe)
+{
+	shm_check_init("shmem_team_ptr");
+	if (team == SHMEM_TEAM_INVALID || pe < 0 || pe >= team->size)
+		return NULL;
+	return shm_peer_addr(dest, shm_team_world_pe(team, pe));
+}
+
+void shmem_info_get_version(int *major, int *minor)
+{
+	*major = SHMEM_MAJOR_VERSION;
+	*minor = SHMEM_MINOR_VERSION;
+}
+
+void shmem_info_get_name(char *name)
+{
+	snprintf(name, SHMEM_MAX_NAME_LEN, "%s", SHMEM_VENDOR_STRING);
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhmc_shmem internals.
+ *
+ * Layers, each file using only those above it:
+ *   boot.c   rank, size and one allgather from the launcher (or a singleton)
+ *   seg.c    the symmetric segments: the heap and the program's data
+ *            segment, each in a memfd that every PE of the host maps, and
+ *            the translation of a local symmetric address to a peer's copy
+ *   init.c   setup, queries, fatal errors
+ *   heap.c   the symmetric heap allocator
+ *   team.c   teams, barriers, contexts
+ *   rma.c, amo.c, p2p.c, coll.c, lock.c   the API families
+ *
+ * Why shared mappings: on one host a peer's symmetric memory is then plain
+ * memory, so put and get are copies, AMOs are CPU atomics (atomic with
+ * respect to each other and to the target's own AMOs on every path),
+ * shmem_ptr() returns a usable pointer, and no target thread is involved.
+ */
+#ifndef HMC_SHMEM_INTERNAL_H
+#define HMC_SHMEM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <shmem.h>
+
+#define SHM_MAX_DATA_SEGS	4
+/* Team slots: each team's barrier counters live at one slot of the heap's
+ * internal area of every member; disjoint teams may share a slot. */
+#define SHM_MAX_TEAMS		64
+/* Group sync arrays (team slots and pSync): dissemination counters, one
+ * per round, and one published word at the end. */
+#define SHM_SYNC_WORD		(SHMEM_SYNC_SIZE - 1)
+
+/* One symmetric segment of a PE as this process sees it. */
+struct shm_seg {
+	uintptr_t base;		/* local address of the PE's own copy */
+	size_t len;
+};
+
+/* What each PE publishes at start-up. */
+struct shm_peer_info {
+	int32_t pid;
+	int32_t heap_fd;
+	uint64_t heap_len;
+	uint32_t ndata;
+	uint32_t pad;
+	int32_t data_fd[SHM_MAX_DATA_SEGS];
+	uint64_t data_base[SHM_MAX_DATA_SEGS];
+	uint64_t data_len[SHM_MAX_DATA_SEGS];
+};
+
+/* Per-team-slot state in the internal area of the heap. */
+struct shm_slot {
+	uint64_t sync[SHMEM_SYNC_SIZE];
+};
+
+/* The start of every heap: the library's own symmetric objects. */
+struct shm_internal {
+	struct shm_slot slot[SHM_MAX_TEAMS];
+};
+
+struct hmc_shmem_team {
+	int start;		/* world PE of member 0 */
+	int stride;		/* world PE distance between members */
+	int size;		/* members; 0 for a team being destroyed */
+	int my_index;		/* our index, or -1 */
+	int slot;		/* barrier slot index */
+	int predefined;
+	shmem_team_config_t config;
+	int nctx;		/* contexts created from the team */
+};
+
+struct hmc_shmem_ctx {
+	struct hmc_shmem_team *team;
+	long options;
+};
+
+struct shm_state {
+	int initialized;
+	int finalized;
+	int thread_level;
+	int me;
+	int npes;
+	/* Our segments and every PE's mapping of them (index by PE). */
+	struct shm_seg heap;
+	size_t heap_internal;	/* bytes of the internal area at the start */
+	unsigned char **peer_heap;
+	unsigned int ndata;
+	struct shm_seg data[SHM_MAX_DATA_SEGS];
+	unsigned char **peer_data[SHM_MAX_DATA_SEGS];
+	uint64_t slots_used;	/* team slot bitmap */
+};
+
+extern struct shm_state shm;
+
+/* boot.c */
+int shm_boot_init(int *rank, int *size);
+int shm_boot_allgather(const void *mine, size_t len, void *all);
+void shm_boot_abort(int status);
+void shm_boot_fini(void);
+
+/* seg.c */
+int shm_seg_init(size_t heap_size);
+void shm_seg_fini(void);
+/* The address of @addr's copy on @pe, or NULL if @addr is not symmetric. */
+void *shm_peer_addr(const void *addr, int pe);
+struct shm_internal *shm_internal(int pe);
+
+/* init.c */
+void shm_fatal(const char *call, const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 2, 3)));
+void shm_check_init(const char *call);
+
+/* A peer address or a fatal error naming @call. */
+static inline void *shm_addr(const char *call, const void *addr, size_t len,
+			     int pe)
+{
+	void *p;
+
+	if (pe < 0 || pe >= shm.npes)
+		shm_fatal(call, "PE %d is out of range [0, %d)", pe, shm.npes);
+	p = shm_peer_addr(addr, pe);
+	if (!p || (len && !shm_peer_addr((const char *)addr + len - 1, pe)))
+		shm_fatal(call, "%p (%zu bytes) is not a symmetric data object",
+			  addr, len);
+	return p;
+}
+
+/* heap.c */
+void shm_heap_init(void *base, size_t len);
+
+/* team.c */
+
+/*
+ * The PEs of a collective: a team or an active set, both arithmetic
+ * progressions of world PEs, with the symmetric sync array they use.
+ */
+struct shm_group {
+	int start;
+	int stride;
+	int size;
+	int me;			/* our index in the group */
+	uint64_t *sync;		/* local symmetric address, SHMEM_SYNC_SIZE words */
+};
+
+void shm_team_init(void);
+int shm_team_world_pe(const struct hmc_shmem_team *team, int index);
+/* A world PE for @pe of @ctx's team, or a fatal error naming @call. */
+int shm_ctx_pe(const char *call, shmem_ctx_t ctx, int pe);
+/* The group of @team; false for SHMEM_TEAM_INVALID. */
+bool shm_team_group(shmem_team_t team, struct shm_group *g);
+/* The group of an active set, or a fatal error naming @call. */
+void shm_set_group(const char *call, int start, int log_stride, int size,
+		   long *psync, struct shm_group *g);
+void shm_group_barrier(const struct shm_group *g);
+void shm_team_barrier(shmem_team_t team);
+
+/* p2p.c: polling that leaves the CPU to others once it has spun a while. */
+struct shm_backoff {
+	unsigned int spins;
+};
+void shm_backoff(struct shm_backoff *b);
+
+#endif /* HMC_SHMEM_INTERNAL_H */

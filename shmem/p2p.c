@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Point-to-point synchronisation: waiting on local symmetric variables
+ * that peers update by RMA, AMO or signal.
+ *
+ * Peers write our memory directly, so waiting is polling with acquire
+ * loads. The poll spins briefly, then yields, then sleeps in short steps:
+ * PEs often outnumber cores, and a spinning waiter would starve the PE it
+ * waits for.
+ */
+#include <sched.h>
+#include <time.h>
+
+#include "internal.h"
+
+void shm_backoff(struct shm_backoff *b)
+{
+	if (b->spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ __volatile__("yield");
+#endif
+	} else if (b->spins < 4096) {
+		sched_yield();
+	} else {
+		struct timespec ts = { 0, 20000 };
+
+		nanosleep(&ts, NULL);
+	}
+	if (b->spins < UINT32_MAX)
+		b->spins++;
+}
+
+static void bad_cmp(const char *call, int cmp)
+{
+	shm_fatal(call, "comparison %d is not one of SHMEM_CMP_*", cmp);
+}
+
+#define CMP(call, a, cmp, b)						\
+	((cmp) == SHMEM_CMP_EQ ? (a) == (b) :				\
+	 (cmp) == SHMEM_CMP_NE ? (a) != (b) :				\
+	 (cmp) == SHMEM_CMP_GT ? (a) > (b) :				\
+	 (cmp) == SHMEM_CMP_GE ? (a) >= (b) :				\
+	 (cmp) == SHMEM_CMP_LT ? (a) < (b) :				\
+	 (cmp) == SHMEM_CMP_LE ? (a) <= (b) : (bad_cmp(call, cmp), 0))
+
+static void check_cmp(const char *call, int cmp)
+{
+	if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)
+		bad_cmp(call, cmp);
+}
+
+/*
+ * For every type: one test of element i (value or vector), and the loops
+ * all the wait and test forms share. @vec selects cmp_values[i].
+ */
+#define DEFINE_P2P(TYPE, NAME)						\
+static int NAME##_ok(TYPE *ivars, size_t i, int cmp, TYPE v, const TYPE *vv) \
+{									\
+	TYPE x = __atomic_load_n(&ivars[i], __ATOMIC_ACQUIRE);		\
+	TYPE want = vv ? vv[i] : v;					\
+	return CMP("shmem_" #NAME "_wait_until", x, cmp, want);		\
+}									\
+/* Elements satisfied now, written to @idx (if given), at most @max. */	\
+static size_t NAME##_scan(TYPE *ivars, size_t n, const int *status,	\
+			  int cmp, TYPE v, const TYPE *vv, size_t *idx,	\
+			  size_t max, size_t *active)			\
+{									\
+	size_t i, hit = 0;						\
+									\
+	*active = 0;							\
+	for (i = 0; i < n && hit < max; i++) {				\
+		if (status && status[i])				\
+			continue;					\
+		(*active)++;						\
+		if (NAME##_ok(ivars, i, cmp, v, vv)) {			\
+			if (idx)					\
+				idx[hit] = i;				\
+			hit++;						\
+		}							\
+	}								\
+	return hit;							\
+}									\
+static size_t NAME##_wait_n(TYPE *ivars, size_t n, const int *status,	\
+			    int cmp, TYPE v, const TYPE *vv, size_t *idx, \
+			    size_t max, bool all)			\
+{									\
+	struct shm_backoff b = { 0 };					\
+	size_t hit, active;						\
+									\
+	check_cmp("shmem_" #NAME "_wait_until", cmp);			\
+	for (;;) {							\
+		hit = NAME##_scan(ivars, n, status, cmp, v, vv, idx,	\
+				  all ? SIZE_MAX : max, &active);	\
+		if (!active || (all ? hit == active : hit > 0))		\
+			return active ? hit : 0;			\
+		shm_backoff(&b);					\
+	}								\
+}									\
+void shmem_##NAME##_wait_until(TYPE *ivar, int cmp, TYPE cmp_value)	\
+{									\
+	NAME##_wait_n(ivar, 1, NULL, cmp, cmp_value, NULL, NULL, 1, true); \
+}									\
+size_t shmem_##NAME##_wait_until_all(TYPE *ivars, size_t nelems,	\
+				     const int *status, int cmp,	\
+				     TYPE cmp_value)			\
+{									\
+	NAME##_wait_n(ivars, nelems, status, cmp, cmp_value, NULL, NULL, \
+		      SIZE_MAX, true);					\
+	return 0;							\
+}									\
+size_t shmem_##NAME##_wait_until_any(TYPE *ivars, size_t nelems,	\
+				     const int *status, int cmp,	\
+				     TYPE cmp_value)			\
+{									\
+	size_t i;							\
+									\
+	return NAME##_wait_n(ivars, nelems, status, cmp, cmp_value, NULL, \
+			     &i, 1, false) ? i : SIZE_MAX;		\
+}									\
+size_t shmem_##NAME##_wait_until_some(TYPE *ivars, size_t nelems,	\
+				      size_t *indices, const int *status, \
+				      int cmp, TYPE cmp_value)		\
+{									\
+	return NAME##_wait_n(ivars, nelems, status, cmp, cmp_value, NULL, \
+			     indices, SIZE_MAX, false);			\
+}									\
+void shmem_##NAME##_wait_until_all_vector(TYPE *ivars, size_t nelems,	\
+					  const int *status, int cmp,	\
+					  TYPE *cmp_values)		\
+{									\
+	NAME##_wait_n(ivars, nelems, status, cmp, 0, cmp_values, NULL,	\
+		      SIZE_MAX, true);					\
+}									\
+size_t shmem_##NAME##_wait_until_any_vector(TYPE *ivars, size_t nelems, \
+					    const int *status, int cmp,	\
+					    TYPE *cmp_values)		\
+{									\
+	size_t i;							\
+									\
+	return NAME##_wait_n(ivars, nelems, status, cmp, 0, cmp_values,	\
+			     &i, 1, false) ? i : SIZE_MAX;		\
+}									\
+size_t shmem_##NAME##_wait_until_some_vector(TYPE *ivars, size_t nelems, \
+					     size_t *indices,		\
+					     const int *status, int cmp, \
+					     TYPE *cmp_values)		\
+{									\
+	return NAME##_wait_n(ivars, nelems, status, cmp, 0, cmp_values,	\
+			     indices, SIZE_MAX, false);			\
+}									\
+int shmem_##NAME##_test(TYPE *ivar, int cmp, TYPE cmp_value)		\
+{									\
+	check_cmp("shmem_" #NAME "_test", cmp);				\
+	return NAME##_ok(ivar, 0, cmp, cmp_value, NULL);		\
+}									\
+static int NAME##_test_all_v(TYPE *ivars, size_t n, const int *status,	\
+			     int cmp, TYPE v, const TYPE *vv)		\
+{									\
+	size_t active, hit;						\
+									\
+	check_cmp("shmem_" #NAME "_test_all", cmp);			\
+	hit = NAME##_scan(ivars, n, status, cmp, v, vv, NULL, SIZE_MAX,	\
+			  &active);					\
+	return hit == active;						\
+}									\
+static size_t NAME##_test_n(TYPE *ivars, size_t n, const int *status,	\
+			    int cmp, TYPE v, const TYPE *vv, size_t *idx, \
+			    size_t max)					\
+{									\
+	size_t active;							\
+									\
+	check_cmp("shmem_" #NAME "_test", cmp);				\
+	return NAME##_scan(ivars, n, status, cmp, v, vv, idx, max, &active); \
+}									\
+int shmem_##NAME##_test_all(TYPE *ivars, size_t nelems, const int *status, \
+			    int cmp, TYPE cmp_value)			\
+{									\
+	return NAME##_test_all_v(ivars, nelems, status, cmp, cmp_value, NULL); \
+}									\
+size_t shmem_##NAME##_test_any(TYPE *ivars, size_t nelems,		\
+			       const int *status, int cmp, TYPE cmp_value) \
+{									\
+	size_t i;							\
+									\
+	return NAME##_test_n(ivars, nelems, status, cmp, cmp_value, NULL, \
+			     &i, 1) ? i : SIZE_MAX;			\
+}									\
+size_t shmem_##NAME##_test_some(TYPE *ivars, size_t nelems,		\
+				size_t *indices, const int *status,	\
+				int cmp, TYPE cmp_value)		\
+{									\
+	return NAME##_test_n(ivars, nelems, status, cmp, cmp_value, NULL, \
+			     indices, SIZE_MAX);			\
+}									\
+int shmem_##NAME##_test_all_vector(TYPE *ivars, size_t nelems,		\
+				   const int *status, int cmp,		\
+				   TYPE *cmp_values)			\
+{									\
+	return NAME##_test_all_v(ivars, nelems, status, cmp, 0, cmp_values); \
+}									\
+size_t shmem_##NAME##_test_any_vector(TYPE *ivars, size_t nelems,	\
+				      const int *status, int cmp,	\
+				      TYPE *cmp_values)			\
+{									\
+	size_t i;							\
+									\
+	return NAME##_test_n(ivars, nelems, status, cmp, 0, cmp_values,	\
+			     &i, 1) ? i : SIZE_MAX;			\
+}									\
+size_t shmem_##NAME##_test_some_vector(TYPE *ivars, size_t nelems,	\
+				       size_t *indices, const int *status, \
+				       int cmp, TYPE *cmp_values)	\
+{									\
+	return NAME##_test_n(ivars, nelems, status, cmp, 0, cmp_values,	\
+			     indices, SIZE_MAX);			\
+}
+
+HMC_SHMEM_P2P_TYPES(DEFINE_P2P)
+
+uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
+{
+	return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+}
+
+uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp,
+				 uint64_t cmp_value)
+{
+	shmem_uint64_wait_until(sig_addr, cmp, cmp_value);
+	return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+}

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Symmetric segments: the heap and the program's writable data segment.
+ *
+ * Each lives in a memfd mapped MAP_SHARED; every PE opens its peers' memfds
+ * through /proc/<pid>/fd (same user, so the ptrace access check passes) and
+ * maps them, so any PE reaches any symmetric byte on the host by address.
+ *
+ * The data segment (.data and .bss of the executable, after its RELRO part)
+ * is moved into a memfd in place at start-up: its pages are copied into the
+ * memfd and the memfd is mapped over them with MAP_FIXED, at the same
+ * address, so the program's globals and statics keep their addresses and
+ * values and become shared. This happens in shmem_init(), before the
+ * program starts threads of its own (a store made by another thread during
+ * the copy would be lost). Peers translate an address by its offset from
+ * the start of the segment, which ASLR moves but every PE has the same
+ * executable.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static size_t page_size;
+
+static uintptr_t page_down(uintptr_t a)
+{
+	return a & ~(uintptr_t)(page_size - 1);
+}
+
+static uintptr_t page_up(uintptr_t a)
+{
+	return page_down(a + page_size - 1);
+}
+
+struct phdr_scan {
+	unsigned int n;
+	struct shm_seg seg[SHM_MAX_DATA_SEGS];
+};
+
+/* The first object dl_iterate_phdr() reports is the executable. */
+static int scan_exe(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct phdr_scan *scan = arg;
+	uintptr_t relro_end = 0;
+	int i;
+
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_GNU_RELRO)
+			relro_end = page_down(info->dlpi_addr + ph->p_vaddr +
+					      ph->p_memsz);
+	}
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start, end;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		start = page_down(info->dlpi_addr + ph->p_vaddr);
+		end = page_up(info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
+		/* ld.so made the pages below relro_end read-only. */
+		if (relro_end > start && relro_end < end)
+			start = relro_end;
+		else if (relro_end >= end)
+			continue;
+		if (scan->n == SHM_MAX_DATA_SEGS)
+			return 1;
+		scan->seg[scan->n].base = start;
+		scan->seg[scan->n].len = end - start;
+		scan->n++;
+	}
+	return 1;
+}
+
+static bool page_is_zero(const unsigned char *p)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	size_t i;
+
+	for (i = 0; i < page_size / sizeof(*w); i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+/*
+ * Copy the segment's pages into a new memfd and map it over them. Zero
+ * pages are not written, so a large .bss costs no memory until used.
+ */
+static int share_in_place(struct shm_seg *seg, int *fdp)
+{
+	unsigned char *p = (unsigned char *)seg->base;
+	size_t off, run;
+	void *m;
+	int fd, err;
+
+	fd = memfd_create("hmc-shmem-data", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)seg->len)) {
+		err = -errno;
+		goto err_close;
+	}
+	for (off = 0; off < seg->len; off += run) {
+		run = page_size;
+		if (page_is_zero(p + off))
+			continue;
+		while (off + run < seg->len && !page_is_zero(p + off + run))
+			run += page_size;
+		if (pwrite(fd, p + off, run, (off_t)off) != (ssize_t)run) {
+			err = -EIO;
+			goto err_close;
+		}
+	}
+	m = mmap(p, seg->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 fd, 0);
+	if (m == MAP_FAILED) {
+		err = -errno;
+		goto err_close;
+	}
+	*fdp = fd;
+	return 0;
+
+err_close:
+	close(fd);
+	return err;
+}
+
+static void *map_peer(pid_t pid, int fd, size_t len)
+{
+	char path[64];
+	void *m;
+	int pfd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	pfd = open(path, O_RDWR | O_CLOEXEC);
+	if (pfd < 0)
+		return NULL;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
+	close(pfd);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static int map_peers(const struct shm_peer_info *all)
+{
+	const struct shm_peer_info *mine = &all[shm.me];
+	unsigned int s;
+	int pe;
+
+	shm.peer_heap = calloc((size_t)shm.npes, sizeof(*shm.peer_heap));
+	if (!shm.peer_heap)
+		return -ENOMEM;
+	for (s = 0; s < shm.ndata; s++) {
+		shm.peer_data[s] = calloc((size_t)shm.npes, sizeof(void *));
+		if (!shm.peer_data[s])
+			return -ENOMEM;
+	}
+	for (pe = 0; pe < shm.npes; pe++) {
+		const struct shm_peer_info *p = &all[pe];
+
+		if (p->heap_len != mine->heap_len || p->ndata != mine->ndata) {
+			fprintf(stderr, "shmem: PE %d: start-up: PE %d has another symmetric heap size or executable\n",
+				shm.me, pe);
+			return -EINVAL;
+		}
+		if (pe == shm.me) {
+			shm.peer_heap[pe] = (unsigned char *)shm.heap.base;
+			for (s = 0; s < shm.ndata; s++)
+				shm.peer_data[s][pe] =
+					(unsigned char *)shm.data[s].base;
+			continue;
+		}
+		shm.peer_heap[pe] = map_peer(p->pid, p->heap_fd, p->heap_len);
+		if (!shm.peer_heap[pe])
+			goto err_map;
+		for (s = 0; s < shm.ndata; s++) {
+			if (p->data_len[s] != mine->data_len[s]) {
+				fprintf(stderr, "shmem: PE %d: start-up: PE %d runs another executable\n",
+					shm.me, pe);
+				return -EINVAL;
+			}
+			shm.peer_data[s][pe] = map_peer(p->pid, p->data_fd[s],
+							p->data_len[s]);
+			if (!shm.peer_data[s][pe])
+				goto err_map;
+		}
+	}
+	return 0;
+
+err_map:
+	fprintf(stderr, "shmem: PE %d: start-up: cannot map the memory of PE %d (pid %d): %s\n",
+		shm.me, pe, (int)all[pe].pid, strerror(errno));
+	return -errno ? -errno : -EIO;
+}
+
+int shm_seg_init(size_t heap_size)
+{
+	struct shm_peer_info info = { 0 }, *all;
+	struct phdr_scan scan = { 0 };
+	unsigned int s;
+	void *m;
+	int fd, err;
+
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	shm.heap_internal = page_up(sizeof(struct shm_internal));
+	shm.heap.len = shm.heap_internal + page_up(heap_size);
+	fd = memfd_create("hmc-shmem-heap", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)shm.heap.len)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	m = mmap(NULL, shm.heap.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	shm.heap.base = (uintptr_t)m;
+	info.pid = getpid();
+	info.heap_fd = fd;
+	info.heap_len = shm.heap.len;
+
+	dl_iterate_phdr(scan_exe, &scan);
+	for (s = 0; s < scan.n; s++) {
+		err = share_in_place(&scan.seg[s], &info.data_fd[s]);
+		if (err)
+			return err;
+		shm.data[s] = scan.seg[s];
+		info.data_base[s] = scan.seg[s].base;
+		info.data_len[s] = scan.seg[s].len;
+	}
+	shm.ndata = info.ndata = scan.n;
+
+	all = calloc((size_t)shm.npes, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	err = shm_boot_allgather(&info, sizeof(info), all);
+	if (!err)
+		err = map_peers(all);
+	free(all);
+	return err;
+}
+
+void shm_seg_fini(void)
+{
+	unsigned int s;
+	int pe;
+
+	for (pe = 0; shm.peer_heap && pe < shm.npes; pe++) {
+		if (pe == shm.me)
+			continue;
+		if (shm.peer_heap[pe])
+			munmap(shm.peer_heap[pe], shm.heap.len);
+		for (s = 0; s < shm.ndata; s++)
+			if (shm.peer_data[s] && shm.peer_data[s][pe])
+				munmap(shm.peer_data[s][pe], shm.data[s].len);
+	}
+	free(shm.peer_heap);
+	shm.peer_heap = NULL;
+	for (s = 0; s < shm.ndata; s++) {
+		free(shm.peer_data[s]);
+		shm.peer_data[s] = NULL;
+	}
+	/*
+	 * Our own heap stays mapped: the program may still read what it
+	 * allocated (the standard leaves it undefined, a crash is unkind);
+	 * the data segment stays shared since globals live there.
+	 */
+}
+
+void *shm_peer_addr(const void *addr, int pe)
+{
+	uintptr_t a = (uintptr_t)addr;
+	unsigned int s;
+
+	if (a - shm.heap.base < shm.heap.len)
+		return shm.peer_heap[pe] + (a - shm.heap.base);
+	for (s = 0; s < shm.ndata; s++)
+		if (a - shm.data[s].base < shm.data[s].len)
+			return shm.peer_data[s][pe] + (a - shm.data[s].base);
+	return NULL;
+}
+
+struct shm_internal *shm_internal(int pe)
+{
+	return (struct shm_internal *)shm.peer_heap[pe];
+}

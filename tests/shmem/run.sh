@@ -1,0 +1,59 @@
+#!/bin/sh
+# Run every OpenSHMEM conformance test under oshrun with 1, 2, 3 and 4 PEs
+# (more PEs than this machine has cores on purpose), then the failure-path
+# tests. Usage: tests/shmem/run.sh BUILD_DIR
+set -eu
+O=${1:-build}
+OSHRUN=$O/shmem/oshrun
+fail=0
+
+for t in "$O"/tests/shmem/test_*; do
+	for n in 1 2 3 4; do
+		if ! out=$("$OSHRUN" -np "$n" --timeout 60 "$t" 2>&1); then
+			echo "FAIL $(basename "$t") with $n PEs:"
+			echo "$out" | tail -20
+			fail=1
+		else
+			echo "ok   $(basename "$t") with $n PEs"
+		fi
+	done
+done
+
+# Programs built with oshcc, as a user builds them.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+d=$(dirname "$0")
+for ex in shift ticket; do
+	"$O/shmem/oshcc" -O2 -o "$tmp/$ex" "$d/example_$ex.c"
+	for n in 1 4; do
+		out=$("$OSHRUN" -np "$n" --timeout 60 "$tmp/$ex" 2>&1) || true
+		if [ "$out" = "$ex correct on $n PEs" ] ||
+		   [ "$out" = "tickets correct on $n PEs" -a "$ex" = ticket ]; then
+			echo "ok   oshcc example_$ex with $n PEs"
+		else
+			echo "FAIL oshcc example_$ex with $n PEs: $out"
+			fail=1
+		fi
+	done
+done
+
+# Failure paths: status, one clear line, and no hang (--timeout gives 124).
+"$O/shmem/oshcc" -O2 -o "$tmp/failure" "$d/failure.c"
+expect_fail() {	# mode, status, pattern of the line
+	set +e
+	"$OSHRUN" -np 3 --timeout 20 "$tmp/failure" "$1" >"$tmp/out" 2>&1
+	rc=$?
+	set -e
+	if [ "$rc" = "$2" ] && [ "$(grep -c -- "$3" "$tmp/out")" = 1 ]; then
+		echo "ok   failure $1 ends the job (status $rc)"
+	else
+		echo "FAIL failure $1: status $rc, want $2 and one line matching '$3':"
+		cat "$tmp/out"
+		fail=1
+	fi
+}
+expect_fail nonsym 1 '^shmem: PE 2: shmem_long_p: 0x[0-9a-f]* (8 bytes) is not a symmetric data object$'
+expect_fail badpe 1 '^shmem: PE 2: shmem_long_p: PE 3 is out of range \[0, 3)$'
+expect_fail kill 137 '^oshrun: PE 2 (pid [0-9]*) was killed by signal 9'
+expect_fail exit 3 '^oshrun: PE 2 called shmem_global_exit(3); ending the job$'
+[ "$fail" = 0 ]

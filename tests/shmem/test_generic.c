@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+/* The C11 generic bindings select the typed routine, with and without a context. */
+#include <string.h>
+
+#include "check.h"
+
+static long lsrc[16], ldst[16];
+static double dsrc[16], ddst[16];
+static unsigned int flags;
+static int ivar;
+
+int main(void)
+{
+	int me, n, right, left, i;
+	static long red_src[4], red_dst[4];
+	static double coll_src[2], coll_dst[2 * 64];
+
+	shmem_init();
+	me = shmem_my_pe();
+	n = shmem_n_pes();
+	right = (me + 1) % n;
+	left = (me + n - 1) % n;
+	for (i = 0; i < 16; i++) {
+		lsrc[i] = me * 100 + i;
+		dsrc[i] = me + i / 4.0;
+	}
+	shmem_put(ldst, lsrc, 16, right);
+	shmem_put(SHMEM_CTX_DEFAULT, ddst, dsrc, 16, right);
+	shmem_barrier_all();
+	for (i = 0; i < 16; i++) {
+		CHECK(ldst[i] == left * 100 + i, "long put %d", i);
+		CHECK(ddst[i] == left + i / 4.0, "double ctx put %d", i);
+	}
+	CHECK(shmem_g(&ldst[3], right) == me * 100 + 3, "g");
+	CHECK(shmem_g(SHMEM_CTX_DEFAULT, &ddst[5], right) == me + 5 / 4.0, "ctx g");
+	shmem_barrier_all();
+	shmem_atomic_add(&ivar, me + 1, 0);
+	shmem_atomic_or(SHMEM_CTX_DEFAULT, &flags, 1u << me, 0);
+	shmem_barrier_all();
+	if (me == 0) {
+		CHECK(ivar == n * (n + 1) / 2, "generic add %d", ivar);
+		CHECK(flags == (n >= 32 ? ~0u : (1u << n) - 1), "generic or %x", flags);
+	}
+	CHECK(shmem_atomic_fetch(&ivar, 0) == n * (n + 1) / 2, "generic fetch");
+	shmem_barrier_all();
+	shmem_p(&ivar, 77, right);
+	shmem_wait_until(&ivar, SHMEM_CMP_EQ, 77);
+	CHECK(shmem_test(&ivar, SHMEM_CMP_EQ, 77), "generic test");
+	red_src[0] = me;
+	shmem_max_reduce(SHMEM_TEAM_WORLD, red_dst, red_src, 1);
+	CHECK(red_dst[0] == n - 1, "generic max_reduce");
+	coll_src[0] = me;
+	coll_src[1] = -me;
+	shmem_fcollect(SHMEM_TEAM_WORLD, coll_dst, coll_src, 2);
+	for (i = 0; i < n; i++)
+		CHECK(coll_dst[2 * i] == i && coll_dst[2 * i + 1] == -i,
+		      "generic fcollect %d", i);
+	if (me == 0)
+		printf("generic: %d PEs ok\n", n);
+	shmem_finalize();
+	return 0;
+}
