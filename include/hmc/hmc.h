@@ -250,6 +250,18 @@ struct hmc_comm_opts {
 	const char *ib_dev;
 	uint32_t ib_port;		/* verbs: port on ib_dev (0: first active) */
 	uint32_t reserved1;		/* must be 0 */
+	/*
+	 * TLS 1.3 on every control connection, with certificates verified
+	 * both ways against @tls_ca: PEM files of this process's certificate
+	 * chain, its key, and the CA; NULL takes HMC_TLS_CERT, HMC_TLS_KEY and
+	 * HMC_TLS_CA. With TLS, control runs over TCP only (no Unix sockets,
+	 * hence no shm transport), a peer without a certificate from that CA
+	 * is refused (-EACCES at its connect), and the secret, if any, is
+	 * still checked inside TLS.
+	 */
+	const char *tls_cert;
+	const char *tls_key;
+	const char *tls_ca;
 };
 
 #define HMC_VERBS_MAX_CHANNELS	64
