@@ -1,15 +1,24 @@
 # Host benchmarks of `make bench`: tests/bench/bench.sh runs each section
 # script (ucx.sh: hmcperf over UCX against ucx_perftest and a socket
-# ping-pong; tcp.sh: the tcp transport against raw TCP and UCX tcp between
-# two network namespaces; ...), printing RATIO lines and the total time.
-# Needs HMCPERF from tools/tools.mk, included before this fragment.
+# ping-pong; shm.sh: memcpy, a store ping-pong, UCX, Python; tcp.sh: the
+# tcp transport against raw TCP and UCX tcp between two network
+# namespaces; world_bench.sh: hmc_world against Open MPI), printing RATIO
+# lines and the total time. Needs HMCPERF from tools/tools.mk, included
+# before this fragment.
 
 SOCKPP		:= $(O)/tests/bench/sockpp
 MEMCPY_BW	:= $(O)/tests/bench/memcpy_bw
+STORE_PINGPONG	:= $(O)/tests/bench/store_pingpong
 BENCH_REPS	?= 3
 VM_TEST_PROGS	+= $(MEMCPY_BW)	# the shm benchmark's reference, in the guest
 
-all: $(SOCKPP) $(MEMCPY_BW)
+all: $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG)
+
+# The shm put_lat reference times its round trips with hmcperf's clock.
+$(STORE_PINGPONG): tests/bench/store_pingpong.c tools/hmcperf_clock.c tools/hmcperf.h
+	@mkdir -p $(@D)
+	$(CC) $(HMC_CPPFLAGS) -Itools $(HMC_CFLAGS) $(CFLAGS) $< \
+		tools/hmcperf_clock.c -o $@
 
 $(O)/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
@@ -17,6 +26,6 @@ $(O)/tests/bench/%: tests/bench/%.c
 
 .PHONY: bench-host
 _bench: bench-host
-bench-host: $(HMCPERF) $(SOCKPP) $(MEMCPY_BW)
-	@HMCPERF=$(HMCPERF) SOCKPP=$(SOCKPP) MEMCPY_BW=$(MEMCPY_BW) \
-		BENCH_REPS=$(BENCH_REPS) tests/bench/bench.sh
+bench-host: $(HMCPERF) $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG) $(O)/lib/libhmc.so
+	@O=$(O) HMCPERF=$(HMCPERF) SOCKPP=$(SOCKPP) BENCH_REPS=$(BENCH_REPS) \
+		BENCH_BIN=$(O)/tests/bench tests/bench/bench.sh
