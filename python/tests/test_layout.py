@@ -36,6 +36,8 @@ CONSTANTS = {
     "HMC_MEM_ROCM": hmc.MemoryType.ROCM,
     "HMC_TRANSPORT_UCX": hmc.ConnType.UCX,
     "HMC_TRANSPORT_VERBS": hmc.ConnType.VERBS,
+    "HMC_TRANSPORT_SHM": hmc.ConnType.SHM,
+    "HMC_TRANSPORT_TCP": hmc.ConnType.TCP,
 }
 
 
