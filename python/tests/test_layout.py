@@ -40,6 +40,8 @@ CONSTANTS = {
     "HMC_TRANSPORT_VERBS": hmc.ConnType.VERBS,
     "HMC_MSG_SEND": _lib.MSG_SEND,
     "HMC_MSG_RECV": _lib.MSG_RECV,
+    "HMC_TRANSPORT_SHM": hmc.ConnType.SHM,
+    "HMC_TRANSPORT_TCP": hmc.ConnType.TCP,
 }
 
 
