@@ -37,6 +37,7 @@ def library_path():
 
 
 def memory_supported():
-    """The first GPU memory type with a device (CUDA, then ROCm), else CPU."""
+    """The first device memory type with a device (CUDA, ROCm, Ascend, CNRT,
+    MUSA), else CPU."""
     from .buffer import resolve_mem_type
     return resolve_mem_type(MemoryType.DEFAULT)

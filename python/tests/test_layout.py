@@ -34,6 +34,9 @@ CONSTANTS = {
     "HMC_MEM_CPU": hmc.MemoryType.CPU,
     "HMC_MEM_CUDA": hmc.MemoryType.CUDA,
     "HMC_MEM_ROCM": hmc.MemoryType.ROCM,
+    "HMC_MEM_ASCEND": hmc.MemoryType.ASCEND,
+    "HMC_MEM_CNRT": hmc.MemoryType.CNRT,
+    "HMC_MEM_MUSA": hmc.MemoryType.MUSA,
     "HMC_TRANSPORT_UCX": hmc.ConnType.UCX,
     "HMC_TRANSPORT_VERBS": hmc.ConnType.VERBS,
 }
