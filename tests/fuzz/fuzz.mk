@@ -24,7 +24,7 @@ FUZZ_LIB_CFLAGS	:= -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) \
 		   -fsanitize=fuzzer-no-link
 FUZZ_NAMES	:= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_PROGS	:= $(FUZZ_NAMES:%=$(FUZZ_O)/tests/fuzz/fuzz_%)
-FUZZ_LIB	:= $(FUZZ_O)/lib/libhmc.a
+FUZZ_LIB	:= $(FUZZ_O)/lib/libhmc-internal.a
 FUZZ_ENV	:= ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
 		   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # -timeout: one input that takes this long is a hang, and a crash
