@@ -7,13 +7,14 @@
     sess.put("10.0.0.1", b"hello hmc", conn=hmc.ConnType.UCX)
 
 hmc.init_world() joins the world of the launcher (mpirun, torchrun, hmcrun)
-and gives rank, size, collectives and a communicator (hmc.world).
+and gives rank, size, collectives and a communicator (hmc.world); hmc.pool
+puts every rank's memory into one global address space over a world.
 See hmc.session for the two calling styles and how they map onto libhmc,
 hmc.payload for what can be sent. libhmc is found through HMC_LIBRARY (a
 path), the source tree's build/lib, the dynamic linker, or <prefix>/lib.
 """
 
-from . import _lib
+from . import _lib, pool
 from .buffer import IOBuffer
 from .enums import ConnType, MemoryType, Status
 from .errors import HMCBufferError, HMCError, HMCStatusError, HMCTimeoutError
@@ -26,7 +27,7 @@ __all__ = [
     "ConnType", "HMCBufferError", "HMCError", "HMCStatusError",
     "HMCTimeoutError", "IOBuffer", "MemoryType", "Session", "Status",
     "World", "create_session", "init_world", "library_path",
-    "memory_supported", "version",
+    "memory_supported", "pool", "version",
 ]
 
 
