@@ -5,7 +5,7 @@
  * kind is checked against what each side is, and the copy runs as a
  * memcpy, a device runtime copy, or communicator puts and gets (staged
  * through the ConnBuffer's window where the local side is outside it,
- * with one chunk copied while the other is on the wire).
+ * chunks copied while others are on the wire).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -210,91 +210,110 @@ static int copy_here(struct hmc_pool *p, char *dst, uint32_t dst_type,
 	return hmc_mem_copy(p->dev_type, p->dev_id, dst, src, len, kind);
 }
 
-static char *stage_ptr(struct hmc_pool *p, unsigned int half)
+static char *stage_ptr(struct hmc_pool *p, unsigned int slot)
 {
 	return (char *)hmc_buf_ptr(p->buf) +
 	       pool_stage_off(p, p->ranks[p->rank].host_size) +
-	       half * POOL_STAGE_CHUNK;
+	       slot * POOL_STAGE_CHUNK;
 }
 
-static size_t stage_off(struct hmc_pool *p, unsigned int half)
+static size_t stage_off(struct hmc_pool *p, unsigned int slot)
 {
 	return pool_stage_off(p, p->ranks[p->rank].host_size) +
-	       half * POOL_STAGE_CHUNK;
+	       slot * POOL_STAGE_CHUNK;
 }
 
-/* To a remote host segment from memory outside our ConnBuffer. */
-static int put_staged(struct hmc_pool *p, const struct loc *dst,
-		      const struct loc *src, size_t len)
+/* Wait for every request of @req still in flight; the first error wins. */
+static int stage_drain(struct hmc_pool *p, hmc_req_t *req, int ret)
 {
-	hmc_req_t req[2] = { 0, 0 };
-	unsigned int half = 0;
-	size_t pos, n;
-	int ret = 0, r;
+	unsigned int i;
+	int r;
 
-	pthread_mutex_lock(&p->stage_lock);
-	for (pos = 0; pos < len && !ret; pos += n, half ^= 1) {
-		n = min_t(size_t, len - pos, POOL_STAGE_CHUNK);
-		if (req[half]) {
-			ret = hmc_comm_wait(p->comm, req[half], p->timeout_ms);
-			req[half] = 0;
-			if (ret)
-				break;
-		}
-		ret = copy_here(p, stage_ptr(p, half), HMC_MEM_CPU,
-				src->ptr + pos, src->type, n);
-		if (!ret)
-			ret = hmc_comm_put_nb(p->comm, (uint32_t)dst->rank,
-					      stage_off(p, half),
-					      dst->buf_off + pos, n, &req[half]);
-	}
-	for (half = 0; half < 2; half++) {
-		if (!req[half])
+	for (i = 0; i < POOL_STAGE_SLOTS; i++) {
+		if (!req[i])
 			continue;
-		r = hmc_comm_wait(p->comm, req[half], p->timeout_ms);
+		r = hmc_comm_wait(p->comm, req[i], p->timeout_ms);
+		req[i] = 0;
 		if (!ret)
 			ret = r;
 	}
+	return ret;
+}
+
+/*
+ * To a remote host segment from memory outside our ConnBuffer: each chunk
+ * is copied into a free slot of the window while the earlier ones fly.
+ */
+static int put_staged(struct hmc_pool *p, const struct loc *dst,
+		      const struct loc *src, size_t len)
+{
+	hmc_req_t req[POOL_STAGE_SLOTS] = { 0 };
+	unsigned int slot = 0;
+	size_t pos, n;
+	int ret = 0;
+
+	pthread_mutex_lock(&p->stage_lock);
+	for (pos = 0; pos < len && !ret; pos += n) {
+		n = min_t(size_t, len - pos, POOL_STAGE_CHUNK);
+		if (req[slot]) {
+			ret = hmc_comm_wait(p->comm, req[slot], p->timeout_ms);
+			req[slot] = 0;
+			if (ret)
+				break;
+		}
+		ret = copy_here(p, stage_ptr(p, slot), HMC_MEM_CPU,
+				src->ptr + pos, src->type, n);
+		if (!ret)
+			ret = hmc_comm_put_nb(p->comm, (uint32_t)dst->rank,
+					      stage_off(p, slot),
+					      dst->buf_off + pos, n, &req[slot]);
+		slot = (slot + 1) % POOL_STAGE_SLOTS;
+	}
+	ret = stage_drain(p, req, ret);
 	if (!ret)
 		ret = hmc_comm_flush(p->comm, (uint32_t)dst->rank);
 	pthread_mutex_unlock(&p->stage_lock);
 	return ret;
 }
 
-/* From a remote host segment into memory outside our ConnBuffer. */
+/*
+ * From a remote host segment into memory outside our ConnBuffer: gets
+ * fill the window's slots ahead while landed chunks are copied out.
+ */
 static int get_staged(struct hmc_pool *p, const struct loc *dst,
 		      const struct loc *src, size_t len)
 {
-	hmc_req_t req[2] = { 0, 0 };
-	size_t pos, n, next;
-	unsigned int half = 0;
-	int ret, r;
+	hmc_req_t req[POOL_STAGE_SLOTS] = { 0 };
+	size_t asked = 0, pos, n;
+	unsigned int slot;
+	int ret = 0;
 
 	pthread_mutex_lock(&p->stage_lock);
-	n = min_t(size_t, len, POOL_STAGE_CHUNK);
-	ret = hmc_comm_get_nb(p->comm, (uint32_t)src->rank, stage_off(p, 0),
-			      src->buf_off, n, &req[0]);
-	for (pos = 0; pos < len && !ret; pos += n, half ^= 1) {
-		n = min_t(size_t, len - pos, POOL_STAGE_CHUNK);
-		next = pos + n;
-		if (next < len)		/* the next chunk flies meanwhile */
+	for (pos = 0; pos < len && !ret; pos += n) {
+		/* Keep every slot busy with a chunk not yet copied out. */
+		while (!ret && asked < len &&
+		       asked < pos + POOL_STAGE_SLOTS * POOL_STAGE_CHUNK) {
+			slot = (unsigned int)(asked / POOL_STAGE_CHUNK %
+					      POOL_STAGE_SLOTS);
 			ret = hmc_comm_get_nb(p->comm, (uint32_t)src->rank,
-					      stage_off(p, half ^ 1),
-					      src->buf_off + next,
-					      min_t(size_t, len - next,
+					      stage_off(p, slot),
+					      src->buf_off + asked,
+					      min_t(size_t, len - asked,
 						    POOL_STAGE_CHUNK),
-					      &req[half ^ 1]);
-		r = hmc_comm_wait(p->comm, req[half], p->timeout_ms);
-		req[half] = 0;
-		if (!ret)
-			ret = r;
+					      &req[slot]);
+			asked += POOL_STAGE_CHUNK;
+		}
+		if (ret)
+			break;
+		slot = (unsigned int)(pos / POOL_STAGE_CHUNK % POOL_STAGE_SLOTS);
+		n = min_t(size_t, len - pos, POOL_STAGE_CHUNK);
+		ret = hmc_comm_wait(p->comm, req[slot], p->timeout_ms);
+		req[slot] = 0;
 		if (!ret)
 			ret = copy_here(p, dst->ptr + pos, dst->type,
-					stage_ptr(p, half), HMC_MEM_CPU, n);
+					stage_ptr(p, slot), HMC_MEM_CPU, n);
 	}
-	for (half = 0; half < 2; half++)
-		if (req[half])
-			hmc_comm_wait(p->comm, req[half], p->timeout_ms);
+	ret = stage_drain(p, req, ret);
 	pthread_mutex_unlock(&p->stage_lock);
 	return ret;
 }

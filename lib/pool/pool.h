@@ -22,9 +22,10 @@
 #define POOL_SLOT_ALIGN		(2UL << 20)
 #define POOL_EXTRA_AREA		(8 + HMC_POOL_EXTRA_MAX)
 #define POOL_INBOX_SIZE		(1UL << 20)
-/* Two halves, so a chunk is copied while the other is on the wire. */
-#define POOL_STAGE_CHUNK	(512UL << 10)
-#define POOL_STAGE_SIZE		(2 * POOL_STAGE_CHUNK)
+/* Slots of the window, so chunks are copied while others are on the wire. */
+#define POOL_STAGE_CHUNK	(256UL << 10)
+#define POOL_STAGE_SLOTS	4
+#define POOL_STAGE_SIZE		(POOL_STAGE_SLOTS * POOL_STAGE_CHUNK)
 
 enum pool_rank_state {
 	POOL_RANK_NONE,		/* no member, or no pool there */
