@@ -21,6 +21,7 @@ the pool's, 30 s by default).
 """
 
 import ctypes
+import errno
 from ctypes import (POINTER, Structure, byref, c_int, c_int32, c_int64,
                     c_size_t, c_uint32, c_uint64, c_void_p)
 from enum import IntEnum
@@ -185,7 +186,7 @@ class Pool:
     def wait(self, timeout=None):
         """Wait for every asynchronous copy; raise the first failure."""
         rc = _api().hmc_pool_wait(self._live(), self._ms(timeout))
-        if rc != -110:          # still running: keep their memory
+        if rc != -errno.ETIMEDOUT:  # still running: keep their memory
             pinned, self._pinned = self._pinned, []
             for stack, _ in pinned:
                 stack.close()
