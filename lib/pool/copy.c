@@ -149,7 +149,9 @@ static int resolve(struct hmc_pool *p, const void *addr, size_t len,
 			 addr);
 		return -EINVAL;
 	}
-	if ((uintptr_t)addr + len < (uintptr_t)addr)
+	/* Local memory that runs into the pool's range is no local memory. */
+	if ((uintptr_t)addr + len < (uintptr_t)addr ||
+	    (uintptr_t)p->base - (uintptr_t)addr < len)
 		return -ERANGE;
 	ret = classify_local(p, addr, len, &loc->type);
 	if (ret)

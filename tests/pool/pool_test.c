@@ -312,6 +312,13 @@ static void refusals(struct hmc_pool *pool)
 		CHECK_RET(hmc_pool_copy(pool, first, buf, second - first + 1,
 					HMC_POOL_H2G, 0), -ERANGE);
 	}
+	/* Local memory running into the pool's range. */
+	{
+		char *base = hmc_pool_ptr(pool, HMC_POOL_HOST, 0);
+
+		CHECK_RET(hmc_pool_copy(pool, base - 8, seg, 16, HMC_POOL_G2H,
+					0), -ERANGE);
+	}
 	/* Kinds against addresses. */
 	CHECK_RET(hmc_pool_copy(pool, buf, buf + 32, 16, HMC_POOL_H2G, 0),
 		  -EINVAL);
