@@ -28,6 +28,11 @@
  * hmc_pool_create() while the members call hmc_pool_refresh(), e.g. on the
  * world's JOINED event; its segments then appear in every member's view.
  *
+ * hmc_pool_create(), hmc_pool_refresh(), hmc_pool_barrier() and
+ * hmc_pool_allgather() run the world's collectives: like those, one thread
+ * at a time per world, in the same order on every rank. Copies may run
+ * from any number of threads.
+ *
  * Every call returns 0 or a negative errno and has a deadline.
  */
 #ifndef HMC_POOL_H
