@@ -554,7 +554,7 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 		printf("ok - rank %u left\n", me);
 		usleep(500 * 1000);	/* the others see it go first */
 		rejoin();
-		return;
+		goto out;
 	}
 	if (me == victim) {
 		usleep(300 * 1000);
@@ -610,6 +610,7 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 	CHECK_RET(hmc_pool_destroy(pool), 0);
 	/* The world lost a member: finalize must still end, in time. */
 	hmc_world_finalize(world);
+out:
 	free(buf);
 	free(segs);
 	free(survivors);
