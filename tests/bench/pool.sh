@@ -6,11 +6,12 @@
 # as two hosts with UCX over tcp, where the reference is hmc_comm_put on
 # the world's communicator, the same transport the pool's copies take.
 # Prints RATIO lines, asserts nothing.
-#   O=build tests/bench/pool.sh
+#   tests/bench/pool.sh (from the top of the tree; bench.sh sets BENCH_BIN)
 set -eu
-O=${O:-build}
-BENCH=$O/tests/bench/pool_bench
+BIN=${BENCH_BIN:-${O:-build}/tests/bench}
+BENCH=$BIN/pool_bench
+RUN=${BIN%/tests/bench}/tools/hmcrun
 echo "# pool: 2 ranks on one host (hmcrun)"
-UCX_TLS=posix,cma,self "$O/tools/hmcrun" -n 2 "$BENCH" host
+UCX_TLS=posix,cma,self "$RUN" -n 2 "$BENCH" host
 echo "# pool: 2 network namespaces, UCX over tcp"
 tests/pool/netns.sh -n 2 "$BENCH" net | sed -n 's/^\[0\] \(RATIO\|#\)/\1/p'

@@ -17,7 +17,7 @@ _test: pool-test
 pool-test: $(POOL_TEST) $(HMCRUN) $(GPU_MOCKS)
 	@O=$(O) tests/pool/run.sh
 
-# make bench: the pool section (tests/bench/pool.sh).
+# make bench: tests/bench/pool.sh, a section that tests/bench/bench.sh runs.
 POOL_BENCH	:= $(O)/tests/bench/pool_bench
 
 all: $(POOL_BENCH)
@@ -28,7 +28,4 @@ $(POOL_BENCH): tests/bench/pool_bench.c include/hmc/pool.h \
 	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $< -o $@ $(LIBHMC_A) \
 		$(LIB_LIBS)
 
-.PHONY: pool-bench
-_bench: pool-bench
-pool-bench: $(POOL_BENCH) $(HMCRUN)
-	@O=$(O) tests/bench/pool.sh
+bench-host: $(POOL_BENCH) $(HMCRUN)
