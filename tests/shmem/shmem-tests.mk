@@ -17,3 +17,32 @@ $(O)/tests/shmem/%: tests/shmem/%.c tests/shmem/check.h $(SHMEM_SO) \
 _test: shmem-test
 shmem-test: $(SHMEM_TESTS) $(OSHRUN) $(OSHCC)
 	@tests/shmem/run.sh $(O)
+
+# make bench: tests/bench/shmem.sh runs the same benchmark source built
+# with libhmc_shmem and with Open MPI's oshcc, and Open MPI's MPI
+# collectives, on this host. The Open MPI programs are built only here,
+# so that a plain `make` needs no Open MPI.
+SHMEM_BENCH	:= $(O)/tests/bench/shmem_bench_hmc
+SHMEM_BENCH_OMPI := $(O)/tests/bench/shmem_bench_ompi
+MPI_COLL	:= $(O)/tests/bench/mpi_coll
+
+all: $(SHMEM_BENCH)
+
+$(SHMEM_BENCH): tests/bench/shmem_bench.c $(SHMEM_SO) $(O)/shmem/libhmc_shmem.so \
+		$(SHMEM_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -Iinclude/hmc-shmem $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
+		-L$(O)/shmem -Wl,-rpath,$(CURDIR)/$(O)/shmem -lhmc_shmem
+
+$(SHMEM_BENCH_OMPI): tests/bench/shmem_bench.c
+	@mkdir -p $(@D)
+	oshcc $(HMC_CFLAGS) $(CFLAGS) $< -o $@
+
+$(MPI_COLL): tests/bench/mpi_coll.c
+	@mkdir -p $(@D)
+	mpicc $(HMC_CFLAGS) $(CFLAGS) $< -o $@
+
+.PHONY: bench-shmem
+_bench: bench-shmem
+bench-shmem: $(SHMEM_BENCH) $(SHMEM_BENCH_OMPI) $(MPI_COLL) $(OSHRUN)
+	@O=$(O) tests/bench/shmem.sh
