@@ -22,6 +22,10 @@
 #include "internal.h"
 #include "job.h"
 
+/* Every group's dissemination barrier has a counter for each round. */
+_Static_assert((1 << SHM_SYNC_ROUNDS) >= SHM_JOB_MAX_PES,
+	       "sync arrays have too few round counters");
+
 static struct shm_job *job;
 static size_t job_len;
 static int boot_rank;

@@ -30,9 +30,19 @@
 /* Team slots: each team's barrier counters live at one slot of the heap's
  * internal area of every member; disjoint teams may share a slot. */
 #define SHM_MAX_TEAMS		64
-/* Group sync arrays (team slots and pSync): dissemination counters, one
- * per round, and one published word at the end. */
+/*
+ * Group sync arrays (team slots and pSync), in 64-bit words: dissemination
+ * counters, one per round (16 rounds cover SHM_JOB_MAX_PES); in groups of
+ * up to SHM_FLAT_MAX members, one arrival counter per member and an inbox
+ * of one equal part per member (see coll.c); one published word at the
+ * end. Every word is back at zero once all members are through.
+ */
+#define SHM_SYNC_ROUNDS		16
+#define SHM_FLAT_MAX		32
+#define SHM_SYNC_FLAG		SHM_SYNC_ROUNDS
+#define SHM_SYNC_INBOX		(SHM_SYNC_FLAG + SHM_FLAT_MAX)
 #define SHM_SYNC_WORD		(SHMEM_SYNC_SIZE - 1)
+#define SHM_INBOX_BYTES		((SHM_SYNC_WORD - SHM_SYNC_INBOX) * 8)
 
 /* One symmetric segment of a PE as this process sees it. */
 struct shm_seg {

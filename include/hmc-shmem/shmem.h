@@ -51,11 +51,13 @@ extern "C" {
 
 /*
  * pSync arrays of the active-set routines hold one counter per round of a
- * dissemination barrier (at most 64 rounds); every routine uses the same
- * layout, so one size serves them all.
+ * dissemination barrier, one arrival counter per member of a small group,
+ * and an inbox through which small groups exchange small reductions in
+ * one step; every routine uses the same layout, so one size serves them
+ * all.
  */
 #define SHMEM_SYNC_VALUE		0L
-#define SHMEM_SYNC_SIZE			64
+#define SHMEM_SYNC_SIZE			560
 #define SHMEM_BCAST_SYNC_SIZE		SHMEM_SYNC_SIZE
 #define SHMEM_BARRIER_SYNC_SIZE		SHMEM_SYNC_SIZE
 #define SHMEM_REDUCE_SYNC_SIZE		SHMEM_SYNC_SIZE
