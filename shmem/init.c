@@ -126,6 +126,7 @@ int shmem_init_thread(int requested, int *provided)
 	/* Every operation is a copy or a CPU atomic, safe from any thread. */
 	shm.thread_level = SHMEM_THREAD_MULTIPLE;
 	shm.initialized = 1;
+	shm_backoff_init();
 	print_info(heap);
 	shmem_barrier_all();
 	if (provided)

@@ -102,6 +102,7 @@ struct shm_state {
 	struct shm_seg data[SHM_MAX_DATA_SEGS];
 	unsigned char **peer_data[SHM_MAX_DATA_SEGS];
 	uint64_t slots_used;	/* team slot bitmap */
+	unsigned int spin_limit; /* polls a waiter spins before yielding */
 };
 
 extern struct shm_state shm;
@@ -172,6 +173,7 @@ void shm_team_barrier(shmem_team_t team);
 struct shm_backoff {
 	unsigned int spins;
 };
+void shm_backoff_init(void);
 void shm_backoff(struct shm_backoff *b);
 
 #endif /* HMC_SHMEM_INTERNAL_H */
