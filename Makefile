@@ -4,7 +4,11 @@
 #   make kmod         build hmc.ko against KDIR (Debian's 6.1, never the host's)
 #   make run          install dependencies, build, run the loopback demo
 #   make test         install dependencies, build, run every test (guest too)
+#   make check        build, run the host's unit and integration suites and
+#                     the layout and export checks: no installs, no DKMS, no
+#                     guest (the fast inner loop; prints each tier's time)
 #   make bench        install dependencies, build, print the RATIO lines
+#   make fuzz         install dependencies, run each fuzzer FUZZ_SECONDS (300)
 #   make vm-test      the kernel tests in the QEMU guest
 #   make dkms-install register, build and install hmc.ko with DKMS for KVER
 #   make install      libhmc, its header, pkg-config file and tools
@@ -65,8 +69,20 @@ include tests/unit/unit.mk
 -include tests/verbs/verbs.mk
 -include tests/bench/bench.mk
 -include tests/kmod/kmod-tests.mk
+-include tests/san/san.mk
+-include tests/fuzz/fuzz.mk
 -include tests/buf-kmod/buf-kmod.mk
 -include tests/vm/vm.mk
+
+CHECK_TIERS	:= check-layers check-exports unit-test integration-test
+.PHONY: check
+check: all
+	@total=$$(date +%s); for t in $(CHECK_TIERS); do \
+		start=$$(date +%s); \
+		$(MAKE) --no-print-directory $$t; rc=$$?; \
+		echo "== check: $$t: $$(( $$(date +%s) - start )) s$$( [ $$rc = 0 ] || echo ', FAILED')"; \
+		[ $$rc = 0 ] || exit $$rc; \
+	done; echo "== check: all tiers passed in $$(( $$(date +%s) - total )) s"
 
 clean: kmod-clean
 	rm -rf $(O)

@@ -7,10 +7,10 @@ TOOLS_PROGS	+= $(HMCPERF)
 
 all: $(TOOLS_PROGS)
 
-$(HMCPERF): $(HMCPERF_SRCS) tools/hmcperf.h $(LIBHMC_A) include/hmc/hmc.h
+$(HMCPERF): $(HMCPERF_SRCS) tools/hmcperf.h $(LIBHMC_STATIC) include/hmc/hmc.h
 	@mkdir -p $(@D)
 	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $(HMCPERF_SRCS) \
-		-o $@ $(LIBHMC_A) $(LIB_LIBS)
+		-o $@ $(LIBHMC_STATIC) $(LIB_LIBS)
 
 .PHONY: install-tools
 install: install-tools

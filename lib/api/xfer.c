@@ -101,7 +101,7 @@ __hot int hmc_comm_test(struct hmc_comm *c, hmc_req_t req)
 	rc = req_result(&c->reqs, req, true);
 	if (rc == -EINPROGRESS && !engine_trylock(&c->engine)) {
 		n = engine_poll(&c->engine);
-		pthread_mutex_unlock(&c->engine.lock);
+		engine_unlock_quiet(&c->engine);
 		if (n)
 			rc = req_result(&c->reqs, req, true);
 	}
@@ -223,6 +223,6 @@ __hot int hmc_comm_progress(struct hmc_comm *c)
 	if (engine_trylock(&c->engine))
 		return 0;
 	n = engine_poll(&c->engine);
-	pthread_mutex_unlock(&c->engine.lock);
+	engine_unlock_quiet(&c->engine);
 	return n;
 }

@@ -19,7 +19,7 @@ static int reject_errno(const uint8_t *p, uint32_t len)
 {
 	int32_t err;
 
-	if (frame_decode_s32(p, len, &err) || err >= 0 || err < -4095)
+	if (frame_decode_s32(p, len, &err) || err >= 0 || err < -FRAME_MAX_ERRNO)
 		return -EPROTO;
 	return err;
 }

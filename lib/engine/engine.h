@@ -83,6 +83,14 @@ void engine_lock(struct engine *e);
 /* 0 if the lock was free and is now held, or -EBUSY. */
 int engine_trylock(struct engine *e);
 void engine_unlock(struct engine *e);
+/*
+ * Unlock after engine_trylock() + engine_poll(), which announced what it
+ * did: a spinning caller's hot path wakes nobody for the lock itself.
+ */
+static inline void engine_unlock_quiet(struct engine *e)
+{
+	pthread_mutex_unlock(&e->lock);
+}
 
 /* One round (lock held): handle events, sleeping up to @timeout_ms (-1: no limit). */
 int engine_once(struct engine *e, int timeout_ms);

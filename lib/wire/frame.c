@@ -160,7 +160,8 @@ int frame_decode_xport(const uint8_t *p, uint32_t len, struct frame_xport *x)
 	x->buf_size = get_be64(p + 8);
 	x->blob = p + FRAME_XPORT_HDR_LEN;
 	x->blob_len = len - FRAME_XPORT_HDR_LEN;
-	if (x->status > 0)
+	/* an errno, as a REJECT's: the dialer hands it to its caller */
+	if (x->status > 0 || x->status < -FRAME_MAX_ERRNO)
 		return -EPROTO;
 	return 0;
 }

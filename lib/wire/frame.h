@@ -66,7 +66,7 @@ struct frame_challenge {
 
 /* Transport metadata: the peer's buffer and an opaque transport blob. */
 struct frame_xport {
-	int32_t status;		/* ACK only: 0 or a negative errno */
+	int32_t status;		/* ACK only: 0 or a negative errno (>= -FRAME_MAX_ERRNO) */
 	uint32_t transport;	/* enum hmc_transport */
 	uint64_t buf_size;
 	const uint8_t *blob;	/* points into the received payload */
@@ -77,6 +77,8 @@ struct frame_xport {
 #define FRAME_CHALLENGE_LEN	(FRAME_NONCE_LEN + FRAME_MAC_LEN)
 #define FRAME_XPORT_HDR_LEN	16
 #define FRAME_XPORT_MAX_BLOB	(FRAME_MAX_PAYLOAD - FRAME_XPORT_HDR_LEN)
+/* The largest errno a frame may carry (the kernel's MAX_ERRNO). */
+#define FRAME_MAX_ERRNO		4095
 
 /* Encode a header for @type with a payload of @len bytes. */
 void frame_encode_hdr(uint8_t hdr[FRAME_HDR_LEN], enum frame_type type,

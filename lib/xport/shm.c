@@ -189,11 +189,6 @@ static int shm_idle(void *ctx)
 	return 0;
 }
 
-static int shm_event_fd(void *ctx)
-{
-	return -1;
-}
-
 const struct xport_ops xport_shm_ops = {
 	.type = HMC_TRANSPORT_SHM,
 	.init = shm_init,
@@ -207,5 +202,4 @@ const struct xport_ops xport_shm_ops = {
 	.post = shm_post,
 	.progress = shm_idle,
 	.arm = shm_idle,
-	.event_fd = shm_event_fd,
 };

@@ -158,6 +158,13 @@ START_TEST(test_payloads)
 	x.blob_len = 0;
 	frame_encode_xport(p, &x);
 	ck_assert_int_eq(frame_decode_xport(p, FRAME_XPORT_HDR_LEN, &x2), -EPROTO);
+	x.status = -FRAME_MAX_ERRNO;		/* the last errno */
+	frame_encode_xport(p, &x);
+	ck_assert_int_eq(frame_decode_xport(p, FRAME_XPORT_HDR_LEN, &x2), 0);
+	ck_assert_int_eq(x2.status, -FRAME_MAX_ERRNO);
+	x.status = -FRAME_MAX_ERRNO - 1;	/* no errno: garbage */
+	frame_encode_xport(p, &x);
+	ck_assert_int_eq(frame_decode_xport(p, FRAME_XPORT_HDR_LEN, &x2), -EPROTO);
 }
 END_TEST
 

@@ -10,7 +10,7 @@ rc=0
 
 loaded() { [ -d /sys/module/hmc ]; }
 
-for p in test_comm test_threads test_faults; do
+for p in test_comm test_threads test_faults test_lifetime; do
 	if [ ! -x "$bin/$p" ]; then
 		echo "not ok - shm: $bin/$p is missing (make)"
 		exit 1
@@ -36,6 +36,13 @@ for n in 2 4; do
 done
 HMC_TEST_TRANSPORT=shm "$bin/test_threads" -i 8 -N "shm threads" || rc=1
 HMC_TEST_TRANSPORT=shm "$bin/test_faults" -N "shm faults" || rc=1
+# Peers disconnecting under posters, and dialers killed at random moments
+# (issue 15), with use-after-free made to crash.
+uaf=(GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165)
+env "${uaf[@]}" HMC_TEST_TRANSPORT=shm "$bin/test_lifetime" race -t 10 \
+	-N "shm race" || rc=1
+env "${uaf[@]}" HMC_TEST_TRANSPORT=shm "$bin/test_lifetime" churn -t 90 \
+	-d 60 -s 10 -N "shm churn" || rc=1
 # One process mixing transports: shm to some peers, UCX to others.
 HMC_TEST_TRANSPORT=shm,ucx "$bin/test_comm" -n 3 -b $((2 << 20)) -m 500 \
 	-t 200 --kmod -N "shm+ucx mixed" || rc=1

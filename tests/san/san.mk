@@ -1,0 +1,62 @@
+# Sanitizer tiers of `make test`. Each re-enters make with its own build
+# directory and flags, so that libhmc (lib/lib.mk's sources, whatever they
+# are), the tools and the test programs are built from the same rules as
+# the plain build, and the suites run through their own runners: a test
+# added to a suite is sanitized with no edit here.
+#
+#   make san-asan   AddressSanitizer + UndefinedBehaviorSanitizer: every
+#                   suite in SAN_SUITES and the loopback demo (hmcperf)
+#   make san-tsan   ThreadSanitizer: the integration cases TSAN_CASES names
+#
+# A fragment that adds a host suite can add its target to SAN_SUITES (any
+# fragment, included before or after this one). Every sanitizer stops the
+# process at its first report, so a finding fails its suite.
+
+ASAN_O		?= $(O)-asan
+TSAN_O		?= $(O)-tsan
+SAN_SUITES	+= unit-test integration-test
+# run.sh's case names (one bash pattern): the thread tests and the race stress
+TSAN_CASES	?= @(threads|*-race)*
+
+ASAN_CFLAGS	:= -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+		   -fno-sanitize-recover=all
+# the loopback demo, at fewer sizes
+ASAN_RUN_FLAGS	:= -s 8,64K -n 100 -O 8
+TSAN_CFLAGS	:= -O1 -g -fsanitize=thread -fno-omit-frame-pointer
+# No suppressions: LeakSanitizer and ASan find nothing to excuse in UCX.
+ASAN_ENV	:= ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_string_checks=1 \
+		   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# UCX patches mmap and friends in place (its memory hooks) unless told not
+# to, which breaks TSan's own interception of them.
+TSAN_ENV	:= TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/san/tsan.supp' \
+		   UCX_MEM_MMAP_HOOK_MODE=none
+SAN_MAKE	= $(MAKE) --no-print-directory
+
+# What a sanitized tree builds; run by the re-entered make, where O is
+# the tier's own directory.
+.PHONY: san-asan san-tsan san-build san-asan-suites
+san-build: lib $(TOOLS_PROGS) $(UNIT_PROGS) $(ITEST_PROGS)
+san-asan-suites: $(SAN_SUITES) run-demo
+
+_test: san-asan san-tsan
+
+# tier NAME COMMANDS: runs them, prints the tier's wall time, keeps the status
+san_tier = start=$$(date +%s); rc=0; ( $(2) ) || rc=$$?; \
+	echo "tier $(1): $$(( $$(date +%s) - start )) s$$([ $$rc = 0 ] || echo ', FAILED')"; \
+	exit $$rc
+
+san-asan:
+	@$(call san_tier,asan,\
+		$(SAN_MAKE) O=$(ASAN_O) CFLAGS='$(ASAN_CFLAGS)' san-build && \
+		$(ASAN_ENV) $(SAN_MAKE) O=$(ASAN_O) CFLAGS='$(ASAN_CFLAGS)' \
+			RUN_FLAGS='$(ASAN_RUN_FLAGS)' san-asan-suites)
+
+san-tsan:
+	@$(call san_tier,tsan,\
+		$(SAN_MAKE) O=$(TSAN_O) CFLAGS='$(TSAN_CFLAGS)' san-build && \
+		$(TSAN_ENV) O=$(TSAN_O) tests/integration/run.sh '$(TSAN_CASES)')
+
+.PHONY: san-clean
+clean: san-clean
+san-clean:
+	rm -rf $(ASAN_O) $(TSAN_O)
