@@ -25,7 +25,7 @@
 set -eu
 
 O=${O:-build}
-REPS=${SHMEM_BENCH_REPS:-3}
+REPS=${SHMEM_BENCH_REPS:-5}
 OURS_RUN=${OSHRUN:-$O/shmem/oshrun}
 BENCH_HMC=$O/tests/bench/shmem_bench_hmc
 BENCH_OMPI=$O/tests/bench/shmem_bench_ompi
