@@ -63,7 +63,7 @@ struct perf_params {
 	uint64_t warmup;
 	uint32_t window;
 	bool validate;
-	bool passive;		/* the target need not progress (RDMA) */
+	bool passive;		/* the target need not progress (RDMA, shm) */
 };
 
 struct perf_result {

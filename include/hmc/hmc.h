@@ -106,12 +106,13 @@ int hmc_mem_copy(enum hmc_mem_type type, int device, void *dst,
  * ConnBuffer: one stable registered region, addressed by (offset, size).
  * CPU buffers come from /dev/hmc (pinned kernel pages) when the module is
  * present (libhmc loads it with libkmod if it is installed and the caller
- * may load modules), else from mmap + mlock; HMC_REQUIRE_KMOD=1 in the
+ * may load modules), else from a memfd mapped shared and mlocked (where
+ * RLIMIT_MEMLOCK allows; else only faulted in); HMC_REQUIRE_KMOD=1 in the
  * environment, or HMC_BUF_F_REQUIRE_KMOD, makes the fallback an error;
  * HMC_BUF_F_NO_KMOD wins over the environment (skipping the module is not a
  * fallback). New CPU buffers are zeroed, GPU buffers are not. A buffer
- * belongs to the process that created it: a /dev/hmc mapping is not
- * inherited across fork().
+ * belongs to the process that created it: a /dev/hmc or memfd mapping is
+ * not inherited across fork().
  */
 struct hmc_buf;
 
@@ -120,6 +121,12 @@ enum hmc_buf_backing {
 	HMC_BUF_BACKING_MLOCK,		/* anonymous memory, mlocked */
 	HMC_BUF_BACKING_ANON,		/* anonymous memory, mlock refused */
 	HMC_BUF_BACKING_DEVICE,		/* GPU memory */
+	/*
+	 * A sealed memfd mapped shared, mlocked where RLIMIT_MEMLOCK allows:
+	 * the CPU buffer without the module (MLOCK and ANON only where
+	 * memfd_create() is unavailable). Peers on this host map it.
+	 */
+	HMC_BUF_BACKING_MEMFD,
 };
 
 #define HMC_BUF_F_REQUIRE_KMOD	(1U << 0)	/* fail rather than fall back */
@@ -145,7 +152,7 @@ enum hmc_mem_type hmc_buf_mem_type(const struct hmc_buf *buf);
 int hmc_buf_device(const struct hmc_buf *buf);
 enum hmc_buf_backing hmc_buf_backing(const struct hmc_buf *buf);
 
-/* "kmod", "mlock", "anon", "device". */
+/* "kmod", "mlock", "anon", "device", "memfd". */
 const char *hmc_buf_backing_name(enum hmc_buf_backing backing);
 
 /*
@@ -180,8 +187,11 @@ int hmc_buf_copy_within(struct hmc_buf *buf, size_t dst_offset,
  * buffers are exported by their runtime (cuMemGetHandleForAddressRange of
  * CUDA 11.7 and later, hipMemGetHandleForAddressRange of ROCm 7) where the
  * device supports dma-bufs; importers may then always write, and the
- * buffer must outlive every use of the dma-buf. Other CPU backings cannot
- * be exported.
+ * buffer must outlive every use of the dma-buf. memfd buffers hand out the
+ * memfd itself (not a dma-buf: mmap it; its size is sealed), whole only
+ * (@offset 0, @len 0 or the buffer's size, else -EOPNOTSUPP), read-only
+ * unless HMC_BUF_EXPORT_RDWR; it too outlives the buffer. MLOCK and ANON
+ * buffers cannot be exported.
  */
 int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
 		      uint32_t flags, int *fd);
@@ -206,7 +216,18 @@ struct hmc_comm;
 typedef uint64_t hmc_req_t;
 
 enum hmc_transport {
-	/* shm for a peer on this host when both buffers come from /dev/hmc, else ucx */
+	/*
+	 * The first of these that both ends can bring up:
+	 *  - shm, for a peer on this host (its Unix control socket reached,
+	 *    in any network namespace, and the same kernel boot id) whose
+	 *    buffer can be shared: CPU buffers from /dev/hmc or a memfd;
+	 *  - verbs, for a peer reached over TCP control when our RDMA port is
+	 *    up and its address (RoCE GID) is the one the control connection
+	 *    leaves from (InfiniBand: an active port), and the peer's port is
+	 *    up too;
+	 *  - else ucx.
+	 * hmc_comm_peer_transport() says which one a peer got.
+	 */
 	HMC_TRANSPORT_AUTO,
 	HMC_TRANSPORT_UCX,		/* UCX (posix/cma on one host, tcp, ...) */
 	/*
@@ -219,7 +240,12 @@ enum hmc_transport {
 	 * get or put_signal to it fails with -EOPNOTSUPP.
 	 */
 	HMC_TRANSPORT_VERBS,
-	HMC_TRANSPORT_SHM,		/* same host: copies into the peer's mapped buffer */
+	/*
+	 * Same host: copies into the peer's mapped buffer (its /dev/hmc
+	 * dma-buf or memfd, passed over the Unix control socket once the
+	 * handshake has succeeded). CPU buffers only; needs Unix control.
+	 */
+	HMC_TRANSPORT_SHM,
 };
 
 /* "auto", "ucx", "verbs", "shm". */
@@ -250,6 +276,18 @@ struct hmc_comm_opts {
 	const char *ib_dev;
 	uint32_t ib_port;		/* verbs: port on ib_dev (0: first active) */
 	uint32_t reserved1;		/* must be 0 */
+	/*
+	 * TLS 1.3 on every control connection, with certificates verified
+	 * both ways against @tls_ca: PEM files of this process's certificate
+	 * chain, its key, and the CA; NULL takes HMC_TLS_CERT, HMC_TLS_KEY and
+	 * HMC_TLS_CA. With TLS, control runs over TCP only (no Unix sockets,
+	 * hence no shm transport), a peer without a certificate from that CA
+	 * is refused (-EACCES at its connect), and the secret, if any, is
+	 * still checked inside TLS.
+	 */
+	const char *tls_cert;
+	const char *tls_key;
+	const char *tls_ca;
 };
 
 #define HMC_VERBS_MAX_CHANNELS	64
@@ -267,7 +305,9 @@ struct hmc_buf *hmc_comm_buf(const struct hmc_comm *comm);
 /*
  * Accept control connections on @ip:@port (TCP; port 0 picks one) and, for
  * peers on this host, on a Unix socket named after the port whose peer
- * credentials are checked.
+ * credentials are checked: $HMC_RUNTIME_DIR/ctrl.<port>, by default
+ * /tmp/hmc-<euid>/ctrl.<port>, which peers in other network namespaces of
+ * the host reach too (else an abstract name, this namespace only).
  */
 int hmc_comm_listen(struct hmc_comm *comm, const char *ip, uint16_t port);
 
@@ -276,9 +316,11 @@ int hmc_comm_listen_port(const struct hmc_comm *comm);
 
 /*
  * Connect to rank @peer listening on @ip:@port and bring up @transport to it.
- * On return both sides count each other as connected. The Unix socket is
- * used when @ip is an address of this host (HMC_CTRL_TRANSPORT=tcp|unix
- * forces one). -EISCONN if
+ * On return both sides count each other as connected. The listener's Unix
+ * socket is tried first (its path, then, when @ip is an address of this
+ * host, its abstract name); a listener there that is not the one at
+ * @ip:@port refuses, and TCP is used (HMC_CTRL_TRANSPORT=tcp|unix forces
+ * one). -EISCONN if
  * already connected, -EACCES if authentication fails, -EEXIST if the peer
  * already has a connection from our rank, -ETIMEDOUT.
  */

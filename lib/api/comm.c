@@ -14,6 +14,7 @@
 #include "mem/buf.h"
 #include "mem/devhmc.h"
 #include "sys/log.h"
+#include "wire/tls.h"
 #include "sys/opts.h"
 #include "xport/xport.h"
 
@@ -81,6 +82,16 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 	rc = load_secret(c, o.secret);
 	if (rc)
 		goto err;
+	rc = tls_ctx_from_env(o.tls_cert, o.tls_key, o.tls_ca, true,
+			      &c->tls_srv);
+	if (!rc)
+		rc = tls_ctx_from_env(o.tls_cert, o.tls_key, o.tls_ca, false,
+				      &c->tls_cli);
+	if (rc)
+		goto err;
+	/* TLS cannot carry descriptors: every control connection is TCP. */
+	if (c->tls_srv)
+		c->flags |= HMC_COMM_F_NO_UNIX;
 	if (o.ib_dev) {
 		c->ib_dev = strdup(o.ib_dev);
 		if (!c->ib_dev) {
@@ -109,6 +120,8 @@ err_reqs:
 		close(c->report_fd);
 	req_table_fini(&c->reqs);
 err:
+	tls_ctx_destroy(c->tls_srv);
+	tls_ctx_destroy(c->tls_cli);
 	free(c->ib_dev);
 	free(c->secret);
 	pthread_mutex_destroy(&c->xport_lock);
@@ -147,6 +160,8 @@ void hmc_comm_destroy(struct hmc_comm *c)
 		explicit_bzero(c->secret, c->secret_len);
 		free(c->secret);
 	}
+	tls_ctx_destroy(c->tls_srv);
+	tls_ctx_destroy(c->tls_cli);
 	free(c->ib_dev);
 	pthread_mutex_destroy(&c->xport_lock);
 	pthread_mutex_destroy(&c->lock);

@@ -59,6 +59,7 @@ struct comm_listener {
 #define PEER_HASH_SIZE	256
 
 struct peer;
+struct tls_ctx;
 
 struct hmc_comm {
 	struct hmc_buf *buf;
@@ -68,6 +69,8 @@ struct hmc_comm {
 	int op_timeout_ms;
 	uint8_t *secret;
 	size_t secret_len;
+	/* HMC_TLS_* or the options: every control connection is TLS 1.3. */
+	struct tls_ctx *tls_srv, *tls_cli;
 	int report_fd;			/* /dev/hmc for PEER_STATE, or -1 */
 	uint32_t num_chs;		/* verbs options */
 	char *ib_dev;
@@ -88,6 +91,8 @@ struct hmc_comm {
 
 	struct comm_listener listeners[2];	/* TCP, Unix */
 	uint16_t tcp_port;
+	char unix_path[108];		/* the Unix listener's path, or "" */
+	uint64_t unix_ino;		/* its inode, to remove only ours */
 
 	pthread_mutex_t xport_lock;	/* init of transports */
 	struct xport_slot xports[XPORT_SLOTS];

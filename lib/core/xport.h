@@ -82,6 +82,13 @@ struct xport_ops {
 	int (*event_fd)(void *ctx);
 	/* Optional: nobody sleeps on xport_watch()ed fds until the next arm(). */
 	void (*unwatch)(void *ctx);
+	/*
+	 * Optional (default: 0), for HMC_TRANSPORT_AUTO: 0 if this transport
+	 * can reach the peer at the other end of the TCP control socket
+	 * @ctrl_fd, else a negative errno (AUTO then moves on without asking
+	 * the peer).
+	 */
+	int (*reaches)(void *ctx, int ctrl_fd);
 };
 
 /*

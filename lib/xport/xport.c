@@ -48,6 +48,12 @@ static void default_unwatch(void *ctx)
 {
 }
 
+/* AUTO cannot tell: an active transport is taken as reaching the peer. */
+static int default_reaches(void *ctx, int ctrl_fd)
+{
+	return 0;
+}
+
 static void fill_tables(void)
 {
 	unsigned int i;
@@ -68,6 +74,8 @@ static void fill_tables(void)
 			o->event_fd = default_event_fd;
 		if (!o->unwatch)
 			o->unwatch = default_unwatch;
+		if (!o->reaches)
+			o->reaches = default_reaches;
 	}
 }
 

@@ -6,6 +6,8 @@
     sess.connect("10.0.0.1", 2025, conn=hmc.ConnType.UCX)
     sess.put("10.0.0.1", b"hello hmc", conn=hmc.ConnType.UCX)
 
+hmc.init_world() joins the world of the launcher (mpirun, torchrun, hmcrun)
+and gives rank, size, collectives and a communicator (hmc.world).
 See hmc.session for the two calling styles and how they map onto libhmc,
 hmc.payload for what can be sent. libhmc is found through HMC_LIBRARY (a
 path), the source tree's build/lib, the dynamic linker, or <prefix>/lib.
@@ -16,13 +18,15 @@ from .buffer import IOBuffer
 from .enums import ConnType, MemoryType, Status
 from .errors import HMCBufferError, HMCError, HMCStatusError, HMCTimeoutError
 from .session import Session, create_session
+from .world import World, init_world
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ConnType", "HMCBufferError", "HMCError", "HMCStatusError",
     "HMCTimeoutError", "IOBuffer", "MemoryType", "Session", "Status",
-    "create_session", "library_path", "memory_supported", "version",
+    "World", "create_session", "init_world", "library_path",
+    "memory_supported", "version",
 ]
 
 

@@ -35,6 +35,9 @@ class CommOpts(Structure):
         ("ib_dev", c_char_p),
         ("ib_port", c_uint32),
         ("reserved1", c_uint32),
+        ("tls_cert", c_char_p),
+        ("tls_key", c_char_p),
+        ("tls_ca", c_char_p),
     ]
 
 

@@ -24,7 +24,8 @@ class IOBuffer:
     """A registered buffer of ``size`` bytes of ``mem_type`` memory.
 
     CPU buffers are pinned pages from /dev/hmc when hmc.ko is loaded, else
-    mlocked memory (``backing`` says which).
+    a sealed memfd, mlocked where RLIMIT_MEMLOCK allows (``backing`` says
+    which).
     """
 
     def __init__(self, device_id=0, size=128 << 20, mem_type=MemoryType.CPU,
@@ -90,7 +91,7 @@ class IOBuffer:
 
     @property
     def backing(self):
-        """"kmod", "mlock", "anon" or "device"."""
+        """"kmod", "memfd", "mlock", "anon" or "device"."""
         lib = self._lib
         backing = lib.hmc_buf_backing(self.handle)
         return lib.hmc_buf_backing_name(backing).decode()

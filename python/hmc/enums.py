@@ -65,7 +65,9 @@ class ConnType(IntEnum):
     """The transport between two peers (enum hmc_transport).
 
     RDMA is the reference's name for libhmc's ibverbs transport (VERBS).
+    SHM is libhmc's own: a peer on the same host maps our buffer.
     """
     UCX = 1
     VERBS = 2
     RDMA = 2
+    SHM = 3

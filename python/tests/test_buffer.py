@@ -144,7 +144,7 @@ class BufferTest(TestCase):
         self.assertEqual(self.buf.size, SIZE)
         self.assertEqual(self.buf.mem_type, hmc.MemoryType.CPU)
         self.assertEqual(self.buf.device_id, 0)
-        self.assertIn(self.buf.backing, ("kmod", "mlock", "anon"))
+        self.assertIn(self.buf.backing, ("kmod", "memfd", "mlock", "anon"))
         self.assertNotEqual(self.buf.ptr, 0)
         with self.assertRaises(hmc.HMCError):
             hmc.IOBuffer(size=0)
@@ -246,6 +246,7 @@ class ApiTest(unittest.TestCase):
         self.assertIs(hmc.MemoryType.AMD_GPU, hmc.MemoryType.ROCM)
         self.assertIs(hmc.ConnType.RDMA, hmc.ConnType.VERBS)
         self.assertEqual(int(hmc.ConnType.UCX), 1)      # enum hmc_transport
+        self.assertEqual(int(hmc.ConnType.SHM), 3)
         self.assertEqual(hmc.Status.of_errno(-errno.ETIMEDOUT),
                          hmc.Status.TIMEOUT)
         self.assertEqual(hmc.Status.of_errno(0), hmc.Status.SUCCESS)

@@ -606,7 +606,7 @@ enum hmc_transport itest_transport(int a, int b)
 
 /*
  * The transport a pair must end up on: AUTO resolves to HMC_TEST_AUTO_IS
- * (shm, ucx; default ucx), the rest to themselves.
+ * (shm, verbs, ucx; default ucx), the rest to themselves.
  */
 static enum hmc_transport expected_transport(int a, int b)
 {
@@ -615,8 +615,11 @@ static enum hmc_transport expected_transport(int a, int b)
 
 	if (t != HMC_TRANSPORT_AUTO)
 		return t;
-	return env && !strcmp(env, "shm") ? HMC_TRANSPORT_SHM :
-					     HMC_TRANSPORT_UCX;
+	if (env && !strcmp(env, "shm"))
+		return HMC_TRANSPORT_SHM;
+	if (env && !strcmp(env, "verbs"))
+		return HMC_TRANSPORT_VERBS;
+	return HMC_TRANSPORT_UCX;
 }
 
 int comm_setup(int rank, size_t size, const char *ip,

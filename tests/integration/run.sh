@@ -56,17 +56,34 @@ case_run comm-2-tcp-rxseg 120 "${tcp[@]}" UCX_TCP_RX_SEG_SIZE=16K -- \
 case_run comm-2-posix 120 "${posix[@]}" -- "$bin/test_comm" -n 2 -N comm-2-posix
 case_run comm-4-tcp 150 "${tcp[@]}" -- "$bin/test_comm" -n 4 -N comm-4-tcp
 case_run comm-4-posix 150 "${posix[@]}" -- "$bin/test_comm" -n 4 -N comm-4-posix
-# auto picks UCX here: the host has no hmc.ko (the guest checks shm)
-case_run comm-2-auto 120 "${posix[@]}" HMC_TEST_TRANSPORT=auto -- \
+# shm without hmc.ko: memfd ConnBuffers passed over the Unix control socket
+case_run comm-2-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_comm" -n 2 -N comm-2-shm
+case_run comm-4-shm 150 HMC_TEST_TRANSPORT=shm -- "$bin/test_comm" -n 4 -N comm-4-shm
+case_run comm-3-shm-ucx 150 "${posix[@]}" HMC_TEST_TRANSPORT=shm,ucx -- \
+	"$bin/test_comm" -n 3 -N comm-3-shm-ucx
+# auto picks shm on this host, module or not (no UCX_TLS: the defaults)...
+case_run comm-2-auto 120 HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=shm -- \
 	"$bin/test_comm" -n 2 -N comm-2-auto
+# ... and, with control over TCP (no descriptor can travel), what is left
+case_run comm-2-auto-ctrl-tcp 120 "${posix[@]}" HMC_TEST_TRANSPORT=auto \
+	HMC_TEST_AUTO_IS=ucx HMC_CTRL_TRANSPORT=tcp -- \
+	"$bin/test_comm" -n 2 -N comm-2-auto-ctrl-tcp
 case_run comm-2-ctrl-tcp 120 "${tcp[@]}" HMC_CTRL_TRANSPORT=tcp \
 	HMC_SECRET=integration-secret -- \
 	"$bin/test_comm" -n 2 -N comm-2-ctrl-tcp
+# a peer polling the last byte of a put (hmcperf's put_lat) sees all of it
+case_run hmcperf-shm 120 -- bash -c '"$0" --loopback --validate \
+	-t put_lat,put_bw,get_bw,put_signal_lat -s 8,100,4K,65537,1M,4M -O 8 &&
+	echo "ok - hmcperf-shm: validated put_lat, put_bw, get_bw, put_signal_lat"' \
+	"${O:-build}/tools/hmcperf"
 case_run threads-tcp 120 "${tcp[@]}" -- "$bin/test_threads" -i 16 -N threads-tcp
 case_run threads-posix 120 "${posix[@]}" -- "$bin/test_threads" -i 16 -N threads-posix
+case_run threads-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_threads" -i 16 -N threads-shm
 if [ -x "$bin/test_faults" ]; then
 	case_run faults-tcp 150 "${tcp[@]}" -- "$bin/test_faults" -N faults-tcp
 	case_run faults-posix 150 "${posix[@]}" -- "$bin/test_faults" -N faults-posix
+	case_run faults-shm 150 "${posix[@]}" HMC_TEST_TRANSPORT=shm -- \
+		"$bin/test_faults" -N faults-shm
 fi
 # Peers that go away at the worst moment (issue 15). Freed memory is
 # scribbled over and glibc's per-thread cache, which would hand it back
@@ -78,11 +95,19 @@ case_run lifetime-race-posix 120 "${posix[@]}" "${uaf[@]}" -- \
 	"$bin/test_lifetime" race -t 10 -N lifetime-race-posix
 # UCX over posix: no RMA emulated with active messages, whose replies to a
 # peer that died make UCX abort the process (issue 15's third defect; the
-# transports of issue 16 end it). The guest runs both over shm (65-shm.sh).
+# transports of issue 16 end it). The guest runs both over shm (65-shm.sh),
+# and so does the host now, with memfd ConnBuffers.
 case_run lifetime-churn-posix 150 "${posix[@]}" "${uaf[@]}" -- \
 	"$bin/test_lifetime" churn -t 60 -d 200 -N lifetime-churn-posix
+case_run lifetime-churn-shm 150 HMC_TEST_TRANSPORT=shm "${uaf[@]}" -- \
+	"$bin/test_lifetime" churn -t 60 -d 200 -N lifetime-churn-shm
+# issue 15's defect 3 with the defaults (the program unsets UCX_TLS): a
+# listener serving a good client while 120 dialers die at random moments
+case_run kills 180 -- "$bin/test_kills" -n 120 -N kills
 if [ -x "$here/netns.sh" ]; then
 	case_run multihost 150 -- "$here/netns.sh" "$bin/test_comm"
+	# one host, three network namespaces: AUTO still finds shm
+	case_run multihost-shm 150 -- "$here/netns.sh" "$bin/test_comm" shm
 fi
 
 echo "== integration summary"
