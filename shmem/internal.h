@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include <shmem.h>
+#include <shmemx.h>
 
 #define SHM_MAX_DATA_SEGS	4
 /* Team slots: each team's barrier counters live at one slot of the heap's
@@ -32,7 +33,7 @@
 #define SHM_MAX_TEAMS		64
 /*
  * Group sync arrays (team slots and pSync), in 64-bit words: dissemination
- * counters, one per round (16 rounds cover SHM_JOB_MAX_PES); in groups of
+ * counters, one per round (16 rounds cover SHM_BOOT_MAX_PES); in groups of
  * up to SHM_FLAT_MAX members, one arrival counter per member and an inbox
  * of one equal part per member (see coll.c); one published word at the
  * end. Every word is back at zero once all members are through.
@@ -108,10 +109,14 @@ struct shm_state {
 extern struct shm_state shm;
 
 /* boot.c */
-int shm_boot_init(int *rank, int *size);
+#define SHM_BOOT_MAX_PES	4096
+int shm_boot_init(const shmemx_init_attr_t *attr, unsigned int flags,
+		  int *rank, int *size);
 int shm_boot_allgather(const void *mine, size_t len, void *all);
-void shm_boot_abort(int status);
 void shm_boot_fini(void);
+
+/* seg.c: send @sig to every other PE (global_exit's end of the job). */
+void shm_seg_signal_peers(int sig);
 
 /* seg.c */
 int shm_seg_init(size_t heap_size);

@@ -1,11 +1,21 @@
 # OpenSHMEM conformance tests: tests/shmem/test_*.c built with oshcc's
 # flags against the static and shared library, run by run.sh under oshrun
-# with 1 to 4 PEs.
+# with 1 to 4 PEs and under mpirun; shmemx_init.c, which makes its own
+# hmc_world, also links libhmc.
 
 SHMEM_TEST_SRCS	:= $(sort $(wildcard tests/shmem/test_*.c))
 SHMEM_TESTS	:= $(SHMEM_TEST_SRCS:tests/shmem/%.c=$(O)/tests/shmem/%)
+SHMEMX_TEST	:= $(O)/tests/shmem/shmemx_init
 
-all: $(SHMEM_TESTS)
+all: $(SHMEM_TESTS) $(SHMEMX_TEST)
+
+$(SHMEMX_TEST): tests/shmem/shmemx_init.c tests/shmem/check.h $(SHMEM_SO) \
+		$(O)/shmem/libhmc_shmem.so $(SHMEM_HDRS) $(O)/lib/libhmc.so
+	@mkdir -p $(@D)
+	$(CC) -Iinclude/hmc-shmem -Iinclude $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
+		-L$(O)/shmem -L$(O)/lib \
+		-Wl,-rpath,$(CURDIR)/$(O)/shmem:$(CURDIR)/$(O)/lib \
+		-lhmc_shmem -lhmc
 
 $(O)/tests/shmem/%: tests/shmem/%.c tests/shmem/check.h $(SHMEM_SO) \
 		$(O)/shmem/libhmc_shmem.so $(SHMEM_HDRS)
@@ -15,7 +25,7 @@ $(O)/tests/shmem/%: tests/shmem/%.c tests/shmem/check.h $(SHMEM_SO) \
 
 .PHONY: shmem-test
 _test: shmem-test
-shmem-test: $(SHMEM_TESTS) $(OSHRUN) $(OSHCC)
+shmem-test: $(SHMEM_TESTS) $(SHMEMX_TEST) $(OSHRUN) $(OSHCC)
 	@tests/shmem/run.sh $(O)
 
 # make bench: tests/bench/shmem.sh runs the same benchmark source built
