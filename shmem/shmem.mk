@@ -69,7 +69,9 @@ install-shmem: shmem
 	ln -sf libhmc_shmem.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SHMEM_SONAME)
 	ln -sf $(SHMEM_SONAME) $(DESTDIR)$(PREFIX)/lib/libhmc_shmem.so
 	install -m 644 $(SHMEM_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(SHMEM_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	@# Written from this install's PREFIX, not the one of the build.
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+		shmem/hmc-shmem.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hmc-shmem.pc
 	sed -e 's|@HMCRUN@|$(PREFIX)/bin/hmcrun|' shmem/oshrun.in \
 		> $(DESTDIR)$(PREFIX)/bin/oshrun
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/oshrun
