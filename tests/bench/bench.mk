@@ -1,13 +1,14 @@
-# Host benchmarks of `make bench` (tests/bench/bench.sh): hmcperf against
-# ucx_perftest and against sockpp, a raw socket ping-pong, and the shm
-# section (tests/bench/shm.sh: memcpy, a store ping-pong, UCX, Python),
-# printing RATIO lines. Needs HMCPERF from tools/tools.mk, included before
-# this fragment.
+# Host benchmarks of `make bench`: tests/bench/bench.sh runs each section
+# script (ucx.sh: hmcperf over UCX against ucx_perftest and a socket
+# ping-pong; tcp.sh: the tcp transport against raw TCP and UCX tcp between
+# two network namespaces; shm.sh: memfd shm against memcpy, a store
+# ping-pong, UCX and Python; ...), printing RATIO lines and the total time.
+# Needs HMCPERF from tools/tools.mk, included before this fragment.
 
 SOCKPP		:= $(O)/tests/bench/sockpp
 MEMCPY_BW	:= $(O)/tests/bench/memcpy_bw
 STORE_PINGPONG	:= $(O)/tests/bench/store_pingpong
-BENCH_REPS	?= 11
+BENCH_REPS	?= 3
 VM_TEST_PROGS	+= $(MEMCPY_BW)	# the shm benchmark's reference, in the guest
 
 all: $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG)
@@ -25,5 +26,6 @@ $(O)/tests/bench/%: tests/bench/%.c
 .PHONY: bench-host
 _bench: bench-host
 bench-host: $(HMCPERF) $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG) $(O)/lib/libhmc.so
-	@HMCPERF=$(HMCPERF) SOCKPP=$(SOCKPP) BENCH_REPS=$(BENCH_REPS) \
-		BENCH_BIN=$(O)/tests/bench tests/bench/bench.sh
+	@HMCPERF=$(HMCPERF) SOCKPP=$(SOCKPP) MEMCPY_BW=$(MEMCPY_BW) \
+		BENCH_REPS=$(BENCH_REPS) BENCH_BIN=$(O)/tests/bench \
+		tests/bench/bench.sh

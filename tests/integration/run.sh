@@ -64,9 +64,9 @@ case_run comm-3-shm-ucx 150 "${posix[@]}" HMC_TEST_TRANSPORT=shm,ucx -- \
 # auto picks shm on this host, module or not (no UCX_TLS: the defaults)...
 case_run comm-2-auto 120 HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=shm -- \
 	"$bin/test_comm" -n 2 -N comm-2-auto
-# ... and, with control over TCP (no descriptor can travel), what is left
-case_run comm-2-auto-ctrl-tcp 120 "${posix[@]}" HMC_TEST_TRANSPORT=auto \
-	HMC_TEST_AUTO_IS=ucx HMC_CTRL_TRANSPORT=tcp -- \
+# ... and, with control over TCP (no descriptor can travel), libhmc's tcp
+case_run comm-2-auto-ctrl-tcp 120 HMC_TEST_TRANSPORT=auto \
+	HMC_TEST_AUTO_IS=tcp HMC_CTRL_TRANSPORT=tcp -- \
 	"$bin/test_comm" -n 2 -N comm-2-auto-ctrl-tcp
 case_run comm-2-ctrl-tcp 120 "${tcp[@]}" HMC_CTRL_TRANSPORT=tcp \
 	HMC_SECRET=integration-secret -- \
@@ -108,6 +108,24 @@ if [ -x "$here/netns.sh" ]; then
 	case_run multihost 150 -- "$here/netns.sh" "$bin/test_comm"
 	# one host, three network namespaces: AUTO still finds shm
 	case_run multihost-shm 150 -- "$here/netns.sh" "$bin/test_comm" shm
+fi
+# libhmc's own tcp transport (HMC_TRANSPORT_TCP); faults keeps UCX's
+# settings for its segs case, which is about UCX
+xtcp=(HMC_TEST_TRANSPORT=tcp)
+case_run comm-2-xtcp 120 "${xtcp[@]}" -- "$bin/test_comm" -n 2 -N comm-2-xtcp
+case_run comm-4-xtcp 150 "${xtcp[@]}" -- "$bin/test_comm" -n 4 -N comm-4-xtcp
+# three streams per peer: large puts and gets striped, put_signal on one
+case_run comm-3-xtcp-3ch 150 "${xtcp[@]}" HMC_TEST_CHS=3 -- \
+	"$bin/test_comm" -n 3 -N comm-3-xtcp-3ch
+case_run threads-xtcp 120 "${xtcp[@]}" -- "$bin/test_threads" -i 16 -N threads-xtcp
+if [ -x "$bin/test_faults" ]; then
+	case_run faults-xtcp 150 "${tcp[@]}" "${xtcp[@]}" -- \
+		"$bin/test_faults" -N faults-xtcp
+fi
+case_run xtcp-liars 90 -- "$bin/test_tcp" -N xtcp-liars
+if [ -x "$here/netns.sh" ]; then
+	case_run multihost-xtcp 150 "${xtcp[@]}" -- "$here/netns.sh" \
+		"$bin/test_comm"
 fi
 
 echo "== integration summary"
