@@ -44,9 +44,9 @@ static void broadcast(const char *call, const struct shm_group *g,
 {
 	shm_addr(call, source, len, shm.me);
 	shm_group_barrier(g);
-	if (g->me != root)
+	if (len && g->me != root)
 		memcpy(dest, at(source, gpe(g, root)), len);
-	else if (root_dest && dest != source)
+	else if (len && root_dest && dest != source)
 		memmove(dest, source, len);
 	shm_group_barrier(g);
 }
@@ -58,7 +58,7 @@ static void fcollect(const char *call, const struct shm_group *g,
 
 	shm_addr(call, source, len, shm.me);
 	shm_group_barrier(g);
-	for (i = 0; i < g->size; i++)
+	for (i = 0; len && i < g->size; i++)
 		memcpy((char *)dest + (size_t)i * len, at(source, gpe(g, i)),
 		       len);
 	shm_group_barrier(g);
@@ -78,7 +78,8 @@ static void collect(const char *call, const struct shm_group *g, void *dest,
 		size_t n = __atomic_load_n((uint64_t *)at(&g->sync[SHM_SYNC_WORD], pe),
 					   __ATOMIC_RELAXED);
 
-		memcpy((char *)dest + off, at(source, pe), n);
+		if (n)
+			memcpy((char *)dest + off, at(source, pe), n);
 		off += n;
 	}
 	shm_group_barrier(g);

@@ -130,7 +130,10 @@ void shm_fatal(const char *call, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 2, 3)));
 void shm_check_init(const char *call);
 
-/* A peer address or a fatal error naming @call. */
+/*
+ * A peer address or a fatal error naming @call. An empty range (@len 0)
+ * touches no memory, so any address will do (programs pass NULL): NULL.
+ */
 static inline void *shm_addr(const char *call, const void *addr, size_t len,
 			     int pe)
 {
@@ -138,6 +141,8 @@ static inline void *shm_addr(const char *call, const void *addr, size_t len,
 
 	if (pe < 0 || pe >= shm.npes)
 		shm_fatal(call, "PE %d is out of range [0, %d)", pe, shm.npes);
+	if (!len)
+		return NULL;
 	p = shm_peer_addr(addr, pe);
 	if (!p || (len && !shm_peer_addr((const char *)addr + len - 1, pe)))
 		shm_fatal(call, "%p (%zu bytes) is not a symmetric data object",

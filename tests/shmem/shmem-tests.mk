@@ -28,10 +28,11 @@ _test: shmem-test
 shmem-test: $(SHMEM_TESTS) $(SHMEMX_TEST) $(OSHRUN) $(OSHCC)
 	@tests/shmem/run.sh $(O)
 
-# make bench: tests/bench/shmem.sh runs the same benchmark source built
-# with libhmc_shmem and with Open MPI's oshcc, and Open MPI's MPI
-# collectives, on this host. The Open MPI programs are built only here,
-# so that a plain `make` needs no Open MPI.
+# make bench: tests/bench/shmem.sh, a section of tests/bench/bench.sh, runs
+# the same benchmark source built with libhmc_shmem and with Open MPI's
+# oshcc, and Open MPI's MPI collectives, on this host. The Open MPI
+# programs are built only for the benchmark, so that a plain `make` needs
+# no Open MPI. `make bench-shmem` runs this section alone.
 SHMEM_BENCH	:= $(O)/tests/bench/shmem_bench_hmc
 SHMEM_BENCH_OMPI := $(O)/tests/bench/shmem_bench_ompi
 MPI_COLL	:= $(O)/tests/bench/mpi_coll
@@ -53,6 +54,6 @@ $(MPI_COLL): tests/bench/mpi_coll.c
 	mpicc $(HMC_CFLAGS) $(CFLAGS) $< -o $@
 
 .PHONY: bench-shmem
-_bench: bench-shmem
+bench-host: $(SHMEM_BENCH) $(SHMEM_BENCH_OMPI) $(MPI_COLL) $(OSHRUN)
 bench-shmem: $(SHMEM_BENCH) $(SHMEM_BENCH_OMPI) $(MPI_COLL) $(OSHRUN)
 	@O=$(O) tests/bench/shmem.sh
