@@ -24,7 +24,9 @@
 # asserted: `RATIO <name> <value> <target>`.
 set -eu
 
-O=${O:-build}
+# The build directory: O, else the one BENCH_BIN (bench.sh's) lies in.
+bin=${BENCH_BIN:-build/tests/bench}
+O=${O:-${bin%/tests/bench}}
 REPS=${SHMEM_BENCH_REPS:-5}
 OURS_RUN=${OSHRUN:-$O/shmem/oshrun}
 BENCH_HMC=$O/tests/bench/shmem_bench_hmc
