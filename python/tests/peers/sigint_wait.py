@@ -4,10 +4,14 @@
 
     sigint_wait.py get_into|ctrl_recv PORT
 """
+import signal
 import sys
 
 import hmc
 
+# Python leaves SIGINT ignored when it starts ignored (a background job of
+# a non-interactive shell, as CI may be): this test is about Ctrl-C.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 what, port = sys.argv[1], int(sys.argv[2])
 sess = hmc.create_session(buffer_size=1 << 20, timeout=60)
 sess.init_server("127.0.0.1", port)
