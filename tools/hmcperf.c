@@ -70,9 +70,11 @@ static void usage(FILE *f)
 "  -n ITERS       timed iterations (default: %llu MiB per test, %d..%d)\n"
 "  -w ITERS       warm-up iterations (default: a tenth of -n)\n"
 "  -O COUNT       outstanding operations of *_bw tests (default %d)\n"
-"  -x TRANSPORT   ucx (default), verbs (device: HMC_IB_DEV=dev[:port]),\n"
-"                 shm (same host, buffers from /dev/hmc) or auto\n"
-"  --chs N        verbs: queue pairs per peer, large transfers striped (1..%d)\n"
+"  -x TRANSPORT   auto (default: shm on one host, else verbs where an RDMA\n"
+"                 port reaches the peer, else tcp), ucx, verbs (device:\n"
+"                 HMC_IB_DEV=dev[:port]), shm (same host) or tcp\n"
+"  --chs N        verbs: queue pairs, tcp: streams per peer; large transfers\n"
+"                 striped (1..%d)\n"
 "  -S SECRET      shared secret (default: HMC_SECRET; --loopback: random)\n"
 "  -v, --validate non-uniform payloads, every byte checked by the receiver\n"
 "  -j, --json     one JSON object per result line\n"
@@ -167,7 +169,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 	o->port = DEFAULT_PORT;
 	o->window = DEFAULT_WINDOW;
-	o->transport = HMC_TRANSPORT_UCX;
+	o->transport = HMC_TRANSPORT_AUTO;
 	o->timeout_ms = DEFAULT_TIMEOUT_S * 1000;
 	while ((c = getopt_long(argc, argv, "la:c:p:t:s:b:e:n:w:O:x:S:vjT:Ph",
 				longopts, NULL)) != -1) {
@@ -229,6 +231,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				o->transport = HMC_TRANSPORT_VERBS;
 			} else if (!strcmp(optarg, "shm")) {
 				o->transport = HMC_TRANSPORT_SHM;
+			} else if (!strcmp(optarg, "tcp")) {
+				o->transport = HMC_TRANSPORT_TCP;
 			} else if (!strcmp(optarg, "auto")) {
 				o->transport = HMC_TRANSPORT_AUTO;
 			} else {
@@ -319,7 +323,10 @@ static void params_for(const struct opts *o, enum perf_test t, size_t size,
 		    (iters + 9) / 10;
 	p->window = o->window;
 	p->validate = o->validate;
-	p->passive = o->transport == HMC_TRANSPORT_VERBS;
+	/* RDMA and shm need no target: it waits on the control socket. */
+	p->passive = o->transport == HMC_TRANSPORT_VERBS ||
+		     o->transport == HMC_TRANSPORT_SHM;
+	p->target_sleeps = o->transport == HMC_TRANSPORT_TCP;
 }
 
 /* Bytes each area of the buffer needs for every test and size asked for. */
@@ -364,6 +371,8 @@ struct session {
 	struct hmc_buf *buf;
 	struct hmc_comm *comm;
 	struct perf pf;
+	char backing[24];	/* "ours" or "ours/server's", for each row */
+	enum hmc_buf_backing server_backing;
 };
 
 static int session_open(struct session *s, uint32_t rank)
@@ -414,6 +423,7 @@ static int serve_test(struct session *s, uint64_t arg)
 		return rc;
 	p.validate = prm >> 48 & 1;
 	p.passive = prm >> 49 & 1;
+	p.target_sleeps = prm >> 50 & 1;
 	p.window = prm >> 32 & 0xffff;
 	p.iters = prm & 0xffffffff;
 	if (p.test >= PERF_TEST_MAX || !p.size || !p.window ||
@@ -523,13 +533,16 @@ static void print_header(struct session *s, const char *addr, uint16_t port,
 	if (o->transport == HMC_TRANSPORT_VERBS)
 		printf("%u channel(s), HMC_IB_DEV=%s; ", o->num_chs ? o->num_chs : 1,
 		       ibdev ? ibdev : "(first active port)");
-	else
+	else if (o->transport == HMC_TRANSPORT_UCX)
 		printf("UCX_TLS=%s; ", tls ? tls : "(UCX default)");
+	else
+		printf("a put copies into the peer's mapped buffer; ");
 	printf("%s\n", o->validate ? "validate: every byte of every transfer is checked by its receiver" :
 			     "no validation");
 	printf("MB/s = 10^6 B/s; lat: one-way for put_lat, put_signal_lat, tag_lat; per op otherwise\n");
-	printf("%-15s %6s %7s %6s %10s %9s %9s %9s\n", "test", "size", "iters",
-	       "window", "MB/s", "lat_med", "lat_p99", "lat_avg");
+	printf("%-15s %6s %7s %6s %10s %9s %9s %9s  %-9s %s\n", "test", "size",
+	       "iters", "window", "MB/s", "lat_med", "lat_p99", "lat_avg",
+	       "transport", "backing");
 }
 
 static void print_result(struct session *s, const struct perf_params *p,
@@ -541,7 +554,8 @@ static void print_result(struct session *s, const struct perf_params *p,
 		printf("{\"test\":\"%s\",\"size\":%zu,\"iters\":%llu,\"warmup\":%llu,"
 		       "\"window\":%u,\"bw_MBps\":%.2f,\"lat_us\":{\"median\":%.3f,"
 		       "\"p99\":%.3f,\"avg\":%.3f},\"transport\":\"%s\","
-		       "\"backing\":\"%s\",\"validated\":%s}\n",
+		       "\"backing\":\"%s\",\"server_backing\":\"%s\","
+		       "\"validated\":%s}\n",
 		       perf_test_name(p->test), p->size,
 		       (unsigned long long)r->iters,
 		       (unsigned long long)p->warmup,
@@ -549,14 +563,16 @@ static void print_result(struct session *s, const struct perf_params *p,
 		       r->lat_med_us, r->lat_p99_us, r->lat_avg_us,
 		       hmc_transport_name(s->o->transport),
 		       hmc_buf_backing_name(hmc_buf_backing(s->buf)),
+		       hmc_buf_backing_name(s->server_backing),
 		       p->validate && p->test != PERF_TAG_LAT ? "true" : "false");
 	} else {
 		fmt_size(sz, sizeof(sz), p->size);
-		printf("%-15s %6s %7llu %6u %10.2f %9.3f %9.3f %9.3f\n",
+		printf("%-15s %6s %7llu %6u %10.2f %9.3f %9.3f %9.3f  %-9s %s\n",
 		       perf_test_name(p->test), sz,
 		       (unsigned long long)r->iters,
 		       perf_test_is_lat(p->test) ? 1 : p->window, r->bw_MBps,
-		       r->lat_med_us, r->lat_p99_us, r->lat_avg_us);
+		       r->lat_med_us, r->lat_p99_us, r->lat_avg_us,
+		       hmc_transport_name(s->o->transport), s->backing);
 	}
 	fflush(stdout);
 }
@@ -583,6 +599,7 @@ static int client_test(struct session *s, const struct perf_params *p,
 	rc = perf_send(pf, TAG_CMD_TEST, (uint64_t)p->test << 48 | p->size);
 	if (!rc)
 		rc = perf_send(pf, TAG_CMD_PARAMS,
+			       (uint64_t)p->target_sleeps << 50 |
 			       (uint64_t)p->passive << 49 |
 			       (uint64_t)p->validate << 48 |
 			       (uint64_t)p->window << 32 | count);
@@ -637,7 +654,15 @@ static int run_client(struct opts *o, const char *addr, uint16_t port)
 		fail("session start", rc);
 		goto out;
 	}
-	print_header(&s, addr, port, (enum hmc_buf_backing)backing);
+	s.server_backing = (enum hmc_buf_backing)backing;
+	if (s.server_backing == hmc_buf_backing(s.buf))
+		snprintf(s.backing, sizeof(s.backing), "%s",
+			 hmc_buf_backing_name(s.server_backing));
+	else
+		snprintf(s.backing, sizeof(s.backing), "%s/%s",
+			 hmc_buf_backing_name(hmc_buf_backing(s.buf)),
+			 hmc_buf_backing_name(s.server_backing));
+	print_header(&s, addr, port, s.server_backing);
 
 	for (t = 0; t < PERF_TEST_MAX && !rc; t++) {
 		if (!o->tests[t])

@@ -66,13 +66,18 @@ typedef void (*hmc_log_fn)(enum hmc_log_level level, const char *msg,
 void hmc_set_log(hmc_log_fn fn, enum hmc_log_level max_level, void *arg);
 
 /* ----------------------------------------------------------------------
- * Memory: CPU, CUDA and ROCm. GPU runtimes are loaded at run time, so one
- * build runs everywhere; a missing runtime or device gives -ENODEV.
+ * Memory: CPU, CUDA, ROCm (AMD and Hygon), Ascend NPUs (AscendCL),
+ * Cambricon MLUs (CNRT) and Moore Threads GPUs (MUSA). Device runtimes are
+ * loaded at run time, so one build runs everywhere; a missing runtime or
+ * device gives -ENODEV.
  */
 enum hmc_mem_type {
 	HMC_MEM_CPU,
 	HMC_MEM_CUDA,
 	HMC_MEM_ROCM,
+	HMC_MEM_ASCEND,		/* libascendcl.so */
+	HMC_MEM_CNRT,		/* libcnrt.so */
+	HMC_MEM_MUSA,		/* libmusart.so */
 };
 
 enum hmc_copy_kind {
@@ -82,7 +87,7 @@ enum hmc_copy_kind {
 	HMC_COPY_D2D,
 };
 
-/* "cpu", "cuda", "rocm". */
+/* "cpu", "cuda", "rocm", "ascend", "cnrt", "musa". */
 const char *hmc_mem_type_name(enum hmc_mem_type type);
 
 /* Number of devices of @type (1 for CPU), or -ENODEV without a runtime. */
@@ -106,12 +111,13 @@ int hmc_mem_copy(enum hmc_mem_type type, int device, void *dst,
  * ConnBuffer: one stable registered region, addressed by (offset, size).
  * CPU buffers come from /dev/hmc (pinned kernel pages) when the module is
  * present (libhmc loads it with libkmod if it is installed and the caller
- * may load modules), else from mmap + mlock; HMC_REQUIRE_KMOD=1 in the
+ * may load modules), else from a memfd mapped shared and mlocked (where
+ * RLIMIT_MEMLOCK allows; else only faulted in); HMC_REQUIRE_KMOD=1 in the
  * environment, or HMC_BUF_F_REQUIRE_KMOD, makes the fallback an error;
  * HMC_BUF_F_NO_KMOD wins over the environment (skipping the module is not a
  * fallback). New CPU buffers are zeroed, GPU buffers are not. A buffer
- * belongs to the process that created it: a /dev/hmc mapping is not
- * inherited across fork().
+ * belongs to the process that created it: a /dev/hmc or memfd mapping is
+ * not inherited across fork().
  */
 struct hmc_buf;
 
@@ -120,6 +126,12 @@ enum hmc_buf_backing {
 	HMC_BUF_BACKING_MLOCK,		/* anonymous memory, mlocked */
 	HMC_BUF_BACKING_ANON,		/* anonymous memory, mlock refused */
 	HMC_BUF_BACKING_DEVICE,		/* GPU memory */
+	/*
+	 * A sealed memfd mapped shared, mlocked where RLIMIT_MEMLOCK allows:
+	 * the CPU buffer without the module (MLOCK and ANON only where
+	 * memfd_create() is unavailable). Peers on this host map it.
+	 */
+	HMC_BUF_BACKING_MEMFD,
 };
 
 #define HMC_BUF_F_REQUIRE_KMOD	(1U << 0)	/* fail rather than fall back */
@@ -145,7 +157,7 @@ enum hmc_mem_type hmc_buf_mem_type(const struct hmc_buf *buf);
 int hmc_buf_device(const struct hmc_buf *buf);
 enum hmc_buf_backing hmc_buf_backing(const struct hmc_buf *buf);
 
-/* "kmod", "mlock", "anon", "device". */
+/* "kmod", "mlock", "anon", "device", "memfd". */
 const char *hmc_buf_backing_name(enum hmc_buf_backing backing);
 
 /*
@@ -180,8 +192,11 @@ int hmc_buf_copy_within(struct hmc_buf *buf, size_t dst_offset,
  * buffers are exported by their runtime (cuMemGetHandleForAddressRange of
  * CUDA 11.7 and later, hipMemGetHandleForAddressRange of ROCm 7) where the
  * device supports dma-bufs; importers may then always write, and the
- * buffer must outlive every use of the dma-buf. Other CPU backings cannot
- * be exported.
+ * buffer must outlive every use of the dma-buf. memfd buffers hand out the
+ * memfd itself (not a dma-buf: mmap it; its size is sealed), whole only
+ * (@offset 0, @len 0 or the buffer's size, else -EOPNOTSUPP), read-only
+ * unless HMC_BUF_EXPORT_RDWR; it too outlives the buffer. MLOCK and ANON
+ * buffers cannot be exported.
  */
 int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
 		      uint32_t flags, int *fd);
@@ -206,7 +221,19 @@ struct hmc_comm;
 typedef uint64_t hmc_req_t;
 
 enum hmc_transport {
-	/* shm for a peer on this host when both buffers come from /dev/hmc, else ucx */
+	/*
+	 * The first of these that both ends can bring up:
+	 *  - shm, for a peer on this host (its Unix control socket reached,
+	 *    in any network namespace, and the same kernel boot id) whose
+	 *    buffer can be shared: CPU buffers from /dev/hmc or a memfd;
+	 *  - verbs, for a peer reached over TCP control when our RDMA port is
+	 *    up and its address (RoCE GID) is the one the control connection
+	 *    leaves from (InfiniBand: an active port), and the peer's port is
+	 *    up too;
+	 *  - else tcp (CPU buffers);
+	 *  - else ucx (device memory that tcp cannot carry).
+	 * hmc_comm_peer_transport() says which one a peer got.
+	 */
 	HMC_TRANSPORT_AUTO,
 	HMC_TRANSPORT_UCX,		/* UCX (posix/cma on one host, tcp, ...) */
 	/*
@@ -219,10 +246,22 @@ enum hmc_transport {
 	 * get or put_signal to it fails with -EOPNOTSUPP.
 	 */
 	HMC_TRANSPORT_VERBS,
-	HMC_TRANSPORT_SHM,		/* same host: copies into the peer's mapped buffer */
+	/*
+	 * Same host: copies into the peer's mapped buffer (its /dev/hmc
+	 * dma-buf or memfd, passed over the Unix control socket once the
+	 * handshake has succeeded). CPU buffers only; needs Unix control.
+	 */
+	HMC_TRANSPORT_SHM,
+	/* same host: copies into the peer's mapped buffer */
+	/*
+	 * Plain TCP streams (num_chs of them per peer, large transfers
+	 * striped): one-sided, served by the target's progress engine; CPU
+	 * ConnBuffers.
+	 */
+	HMC_TRANSPORT_TCP,
 };
 
-/* "auto", "ucx", "verbs", "shm". */
+/* "auto", "ucx", "verbs", "shm", "tcp". */
 const char *hmc_transport_name(enum hmc_transport transport);
 
 #define HMC_COMM_F_NO_PROGRESS_THREAD	(1U << 0) /* caller drives progress */
@@ -243,6 +282,7 @@ struct hmc_comm_opts {
 	/*
 	 * Verbs: RC queue pairs per peer (default 1, at most
 	 * HMC_VERBS_MAX_CHANNELS); large transfers are striped across them.
+	 * TCP: streams per peer, the larger of both sides' num_chs.
 	 */
 	uint32_t num_chs;
 	uint32_t reserved0;		/* must be 0 */
@@ -262,6 +302,17 @@ struct hmc_comm_opts {
 	const char *tls_cert;
 	const char *tls_key;
 	const char *tls_ca;
+	/*
+	 * Messages (hmc_comm_send() and the like) stage data through the last
+	 * msg_region bytes of the ConnBuffer (default: a quarter of it, at
+	 * most 64 MiB; rounded down to whole slots, at least two), in slots of
+	 * msg_slot_size bytes (default 256 KiB; a multiple of 4096). One-sided
+	 * users keep the rest; messages never touch it unless the caller's
+	 * own data lies there.
+	 */
+	uint64_t msg_region;
+	uint32_t msg_slot_size;
+	uint32_t reserved2;		/* must be 0 */
 };
 
 #define HMC_VERBS_MAX_CHANNELS	64
@@ -279,7 +330,9 @@ struct hmc_buf *hmc_comm_buf(const struct hmc_comm *comm);
 /*
  * Accept control connections on @ip:@port (TCP; port 0 picks one) and, for
  * peers on this host, on a Unix socket named after the port whose peer
- * credentials are checked.
+ * credentials are checked: $HMC_RUNTIME_DIR/ctrl.<port>, by default
+ * /tmp/hmc-<euid>/ctrl.<port>, which peers in other network namespaces of
+ * the host reach too (else an abstract name, this namespace only).
  */
 int hmc_comm_listen(struct hmc_comm *comm, const char *ip, uint16_t port);
 
@@ -288,9 +341,11 @@ int hmc_comm_listen_port(const struct hmc_comm *comm);
 
 /*
  * Connect to rank @peer listening on @ip:@port and bring up @transport to it.
- * On return both sides count each other as connected. The Unix socket is
- * used when @ip is an address of this host (HMC_CTRL_TRANSPORT=tcp|unix
- * forces one). -EISCONN if
+ * On return both sides count each other as connected. The listener's Unix
+ * socket is tried first (its path, then, when @ip is an address of this
+ * host, its abstract name); a listener there that is not the one at
+ * @ip:@port refuses, and TCP is used (HMC_CTRL_TRANSPORT=tcp|unix forces
+ * one). -EISCONN if
  * already connected, -EACCES if authentication fails, -EEXIST if the peer
  * already has a connection from our rank, -ETIMEDOUT.
  */
@@ -380,6 +435,100 @@ int hmc_comm_recv_tag(struct hmc_comm *comm, uint32_t peer, uint64_t *tag,
  * of ranks counts its barriers; a global barrier needs every pair connected).
  */
 int hmc_comm_barrier(struct hmc_comm *comm, int timeout_ms);
+
+/* ----------------------------------------------------------------------
+ * Messages: two-sided, tagged, from and into any memory (CPU or GPU, inside
+ * the ConnBuffer or not), of any size.
+ *
+ * Matching: a receive takes the first message, in the order the sender
+ * posted them, from its source with its tag; HMC_ANY_SOURCE and
+ * HMC_ANY_TAG match any. Messages from one source never overtake each
+ * other; those of different sources are matched in the order they arrive.
+ * Receives are matched in the order they were posted.
+ *
+ * Protocols: messages up to HMC_MSG_EAGER_MAX bytes travel with their
+ * envelope on the control connection and are buffered by the receiver
+ * until a receive takes them (a send completes once its data has left).
+ * Larger ones are announced and pulled by the receiver once matched: with
+ * get() straight from the sender's ConnBuffer when the source lies in it,
+ * else through the sender's staging slots, which it refills as the
+ * receiver takes them; into the destination when it lies in the receiver's
+ * ConnBuffer, else through the receiver's slots (see msg_region). Such a
+ * send completes once the receiver has all of it. Copies into and out of
+ * slots run while the peer's transfers of other slots are in flight.
+ *
+ * Failures: a peer that fails or disconnects fails the messages in flight
+ * with it on both sides; a message is delivered whole or not at all. A
+ * receive with too small a buffer fails with -EMSGSIZE on both sides (its
+ * status still gives the message's size).
+ */
+#define HMC_ANY_SOURCE		UINT32_MAX
+#define HMC_ANY_TAG		UINT64_MAX	/* not a valid tag to send */
+#define HMC_MSG_EAGER_MAX	(32 * 1024)
+
+/* What a receive got. */
+struct hmc_msg_status {
+	uint64_t tag;
+	uint64_t len;			/* bytes of the message */
+	uint32_t source;
+	int32_t error;			/* 0 or the receive's negative errno */
+};
+
+/*
+ * Send @len bytes at @data (memory of @mem_type) to connected @peer (not
+ * ourselves: -ENOTCONN) with @tag, and wait up to @timeout_ms for it to
+ * complete. A blocking send or receive
+ * whose message has started moving when it times out fails the connection
+ * to the peer (both sides see the error) rather than leave half a message.
+ */
+int hmc_comm_send(struct hmc_comm *comm, uint32_t peer, uint64_t tag,
+		  const void *data, size_t len, enum hmc_mem_type mem_type,
+		  int timeout_ms);
+
+/*
+ * Receive a message from @source (or HMC_ANY_SOURCE) with @tag (or
+ * HMC_ANY_TAG) into up to @len bytes at @data; @status (optional) says who
+ * sent what.
+ */
+int hmc_comm_recv(struct hmc_comm *comm, uint32_t source, uint64_t tag,
+		  void *data, size_t len, enum hmc_mem_type mem_type,
+		  struct hmc_msg_status *status, int timeout_ms);
+
+/*
+ * Non-blocking forms: @req is waited for with hmc_comm_wait(), _test() or
+ * _wait_all(); @data (and @status, filled before the request completes,
+ * except when the source's failure ends it) must stay valid until then.
+ */
+int hmc_comm_isend(struct hmc_comm *comm, uint32_t peer, uint64_t tag,
+		   const void *data, size_t len, enum hmc_mem_type mem_type,
+		   hmc_req_t *req);
+int hmc_comm_irecv(struct hmc_comm *comm, uint32_t source, uint64_t tag,
+		   void *data, size_t len, enum hmc_mem_type mem_type,
+		   struct hmc_msg_status *status, hmc_req_t *req);
+
+enum hmc_msg_op {
+	HMC_MSG_SEND,
+	HMC_MSG_RECV,
+};
+
+/* One operation of hmc_comm_msg_batch(). */
+struct hmc_msg {
+	uint32_t op;			/* enum hmc_msg_op */
+	uint32_t peer;			/* destination, or source */
+	uint64_t tag;
+	void *data;
+	uint64_t len;
+	uint32_t mem_type;		/* enum hmc_mem_type */
+	uint32_t reserved;		/* must be 0 */
+	struct hmc_msg_status *status;	/* receives, optional */
+};
+
+/*
+ * Post @n operations in order, a request each in @reqs. On an error the
+ * ones before it stay posted (to be waited for) and the rest get request 0.
+ */
+int hmc_comm_msg_batch(struct hmc_comm *comm, const struct hmc_msg *msgs,
+		       size_t n, hmc_req_t *reqs);
 
 /*
  * Drive communication once (accepts, handshakes, transport progress) and

@@ -13,6 +13,20 @@
  *                          <----  WELCOME                       (or REJECT)
  *   XPORT_REQ(transport, ...) --->  brings the transport up
  *                          <----  XPORT_ACK(status, ...)
+ *
+ * A descriptor (the shm transport's buffer) travels only in XPORT_REQ and
+ * XPORT_ACK: the dialer sends its REQ once WELCOME came (after the
+ * listener proved the secret, when there is one), the listener answers
+ * only a peer it welcomed (after the dialer proved it), and a frame that
+ * comes out of turn ends the connection, its descriptor closed unread.
+ *
+ * Control over Unix sockets: the listener's socket sits at a filesystem
+ * path named after its TCP port (wire/sock.c), which every network
+ * namespace of the host reaches, else under an abstract name (its own
+ * namespace only). The path is per port, not per address, so over a Unix
+ * socket the HELLO says which boot, network namespace and address the
+ * dialer meant, and a listener that is not the one answers -ESRCH: the
+ * dialer then tries the next way (abstract name, TCP).
  */
 #ifndef HMC_LIB_CTRL_H
 #define HMC_LIB_CTRL_H

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ctrl/ctrl.h"
+#include "sys/host.h"
 #include "sys/log.h"
 #include "wire/auth.h"
 #include "wire/sock.h"
@@ -24,15 +25,16 @@ static int reject_errno(const uint8_t *p, uint32_t len)
 	return err;
 }
 
+/* @addr: over a Unix socket, the address we dialed (sock_addr_v6()). */
 static int dial_handshake(struct hmc_comm *c, struct conn *cn, uint32_t rank,
-			  int64_t deadline)
+			  const uint8_t *addr, int64_t deadline)
 {
 	struct frame_hello hello = {
 		.src_rank = c->rank,
 		.dst_rank = rank,
 		.flags = c->secret ? FRAME_HELLO_F_AUTH : 0,
 	};
-	uint8_t buf[FRAME_HELLO_LEN], mac[FRAME_MAC_LEN];
+	uint8_t buf[FRAME_HELLO_LEN + FRAME_HELLO_HOST_LEN], mac[FRAME_MAC_LEN];
 	struct frame_challenge ch;
 	const uint8_t *payload;
 	struct frame_hdr h;
@@ -42,6 +44,12 @@ static int dial_handshake(struct hmc_comm *c, struct conn *cn, uint32_t rank,
 	rc = auth_nonce(hello.nonce);
 	if (rc)
 		return rc;
+	if (cn->is_unix) {
+		hello.flags |= FRAME_HELLO_F_HOST;
+		host_boot_id(hello.boot_id);
+		hello.netns = host_netns();
+		memcpy(hello.addr, addr, sizeof(hello.addr));
+	}
 	rc = conn_send(cn, FRAME_HELLO, buf,
 		       (uint32_t)frame_encode_hello(buf, &hello), deadline);
 	for (;;) {
@@ -85,39 +93,90 @@ static int dial_handshake(struct hmc_comm *c, struct conn *cn, uint32_t rank,
 	}
 }
 
-/* Which control socket to try: HMC_CTRL_TRANSPORT=tcp|unix forces one. */
-static bool want_unix(struct hmc_comm *c, const char *ip, bool *forced)
+enum dial_way {
+	DIAL_UNIX_PATH,		/* the listener's path: any namespace of this host */
+	DIAL_UNIX_ABSTRACT,	/* its abstract name: this namespace */
+	DIAL_TCP,
+	DIAL_WAYS,
+};
+
+static const char *const dial_way_names[DIAL_WAYS] = {
+	"unix path", "unix abstract", "tcp",
+};
+
+/*
+ * The ways to try, in order: HMC_CTRL_TRANSPORT=tcp|unix forces TCP or the
+ * two Unix ones; by default the path (when it exists), the abstract name
+ * for an address of this namespace, then TCP.
+ */
+static bool dial_way_wanted(struct hmc_comm *c, const char *ip,
+			    enum dial_way way)
 {
 	const char *env = getenv("HMC_CTRL_TRANSPORT");
 
-	*forced = env && (!strcmp(env, "tcp") || !strcmp(env, "unix"));
-	if (*forced)
-		return !strcmp(env, "unix");
-	return !(c->flags & HMC_COMM_F_NO_UNIX) && sock_addr_is_local(ip);
+	if (env && !strcmp(env, "tcp"))
+		return way == DIAL_TCP;
+	if (env && !strcmp(env, "unix"))
+		return way != DIAL_TCP;
+	if (way == DIAL_TCP)
+		return true;
+	if (c->flags & HMC_COMM_F_NO_UNIX)
+		return false;
+	return way == DIAL_UNIX_PATH || sock_addr_is_local(ip);
 }
 
+static int dial_way(struct hmc_comm *c, const char *ip, uint16_t port,
+		    enum dial_way way, int64_t deadline, int *fd)
+{
+	char name[108];
+	int rc;
+
+	switch (way) {
+	case DIAL_UNIX_PATH:
+		rc = sock_unix_path(name, sizeof(name), port, false);
+		if (!rc)
+			rc = sock_dial_unix(name, false, deadline, fd);
+		break;
+	case DIAL_UNIX_ABSTRACT:
+		sock_unix_name(name, sizeof(name), port);
+		rc = sock_dial_unix(name, true, deadline, fd);
+		break;
+	default:
+		return sock_dial_tcp(ip, port, deadline, fd);
+	}
+	if (!rc) {
+		rc = sock_check_peer_cred(*fd);
+		if (rc)
+			close(*fd);
+	}
+	return rc;
+}
+
+/*
+ * The listener's Unix socket is tried first: its path is per port, not
+ * per address, so over Unix the HELLO says which boot, network namespace
+ * and address we meant, and a listener that is not the one answers
+ * -ESRCH (listen.c).
+ */
 static int dial(struct hmc_comm *c, uint32_t rank, const char *ip,
 		uint16_t port, int64_t deadline, struct conn **out)
 {
-	char name[64];
-	bool forced, is_unix = want_unix(c, ip, &forced);
+	uint8_t addr[16] = { 0 };
+	enum dial_way way;
 	struct conn *cn;
-	int fd, rc;
+	int fd, rc = -EHOSTUNREACH;
 
-	for (;;) {
-		if (is_unix) {
-			sock_unix_name(name, sizeof(name), port);
-			rc = sock_dial_unix(name, deadline, &fd);
-			if (!rc) {
-				rc = sock_check_peer_cred(fd);
-				if (rc)
-					close(fd);
-			}
-		} else {
-			rc = sock_dial_tcp(ip, port, deadline, &fd);
-		}
+	*out = NULL;
+	if (!ip || !*ip)
+		return -EINVAL;
+	/* An address we cannot resolve is for TCP to report. */
+	sock_addr_v6(ip, addr);
+	for (way = 0; way < DIAL_WAYS; way++) {
+		if (!dial_way_wanted(c, ip, way))
+			continue;
+		rc = dial_way(c, ip, port, way, deadline, &fd);
 		if (!rc) {
-			cn = conn_new(fd, is_unix);
+			cn = conn_new(fd, way != DIAL_TCP);
 			if (!cn) {
 				close(fd);
 				return -ENOMEM;
@@ -126,11 +185,11 @@ static int dial(struct hmc_comm *c, uint32_t rank, const char *ip,
 			if (c->tls_cli) {
 				rc = conn_start_tls(cn, c->tls_cli, false);
 				if (!rc)
-					rc = stream_handshake_wait(cn->tls,
+					rc = tls_stream_handshake_wait(cn->tls,
 								   deadline);
 			}
 			if (!rc)
-				rc = dial_handshake(c, cn, rank, deadline);
+				rc = dial_handshake(c, cn, rank, addr, deadline);
 			/*
 			 * TLS 1.3 finishes the dialer's handshake before the
 			 * listener checks its certificate: a refusal shows as
@@ -151,16 +210,17 @@ static int dial(struct hmc_comm *c, uint32_t rank, const char *ip,
 			conn_free(cn);
 		}
 		/*
-		 * The Unix name is per port, not per address: another listener
-		 * may own it (-ESRCH: not the rank we want). TCP decides.
+		 * A Unix socket may lead to another listener (-ESRCH: not the
+		 * one we meant, or not the rank), or to none: try the next
+		 * way. The right listener's answer is final.
 		 */
-		if (!is_unix || forced || rc == -EACCES || rc == -EEXIST ||
-		    rc == -ETIMEDOUT)
+		if (rc == -EACCES || rc == -EEXIST || rc == -ETIMEDOUT)
 			return rc;
-		pr_debug("rank %u: unix control to rank %u: %s; trying tcp",
-			 c->rank, rank, hmc_strerror(rc));
-		is_unix = false;
+		if (way != DIAL_TCP)
+			pr_debug("rank %u: %s control to rank %u: %s", c->rank,
+				 dial_way_names[way], rank, hmc_strerror(rc));
 	}
+	return rc;
 }
 
 int ctrl_connect(struct hmc_comm *c, uint32_t rank, const char *ip,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ctrl/ctrl.h"
+#include "sys/host.h"
 #include "sys/log.h"
 #include "wire/auth.h"
 #include "wire/sock.h"
@@ -113,6 +114,36 @@ static int hs_welcome(struct hmc_comm *c, struct hs *hs)
 }
 
 /*
+ * Over a Unix socket, whether we are the listener the dialer meant: on
+ * the same boot; listening on the address it dialed (any, if we listen on
+ * all of them); and either in its network namespace or owning that
+ * (non-loopback) address in ours. 0 or -ESRCH.
+ */
+static int hs_check_host(struct hmc_comm *c, const struct frame_hello *h)
+{
+	uint8_t boot_id[HOST_BOOT_ID_LEN], bound[16];
+	uint64_t netns = host_netns();
+	bool any;
+
+	if (!(h->flags & FRAME_HELLO_F_HOST))
+		return -ESRCH;
+	host_boot_id(boot_id);
+	if (!host_same_boot(boot_id, h->boot_id))
+		return -ESRCH;
+	if (sock_bound_v6(c->listeners[0].fd, bound, &any) ||
+	    (!any && memcmp(bound, h->addr, sizeof(bound))))
+		goto other;
+	if (netns && h->netns == netns)
+		return 0;
+	if (sock_v6_locality(h->addr) == SOCK_ADDR_LOCAL)
+		return 0;
+other:
+	pr_debug("rank %u: a unix dialer meant another listener (another address or network namespace)",
+		 c->rank);
+	return -ESRCH;
+}
+
+/*
  * One handshake frame, which it consumes: 0 to go on, HS_GONE, or an errno
  * to reject with.
  */
@@ -129,6 +160,8 @@ static int hs_frame(struct hmc_comm *c, struct hs *hs,
 		    frame_decode_hello(payload, h->len, hello))
 			return -EPROTO;
 		conn_consume(hs->cn, h);
+		if (hs->cn->is_unix && hs_check_host(c, hello))
+			return -ESRCH;
 		if (hello->dst_rank != c->rank)
 			return -ESRCH;
 		if (hello->src_rank == c->rank)
@@ -184,7 +217,7 @@ static int hs_event(struct engine_src *src)
 		 * Non-blocking: a dialer that stalls its handshake holds only
 		 * its own connection, until the handshake deadline drops it.
 		 */
-		rc = stream_handshake(hs->cn->tls);
+		rc = tls_stream_handshake(hs->cn->tls);
 		if (rc == -EAGAIN)
 			return 1;
 		if (rc) {
@@ -318,9 +351,36 @@ static int listener_open(struct hmc_comm *c, struct comm_listener *l, int fd,
 	return rc;
 }
 
+/*
+ * The Unix control listener for TCP @port: at a filesystem path, which
+ * dialers in other network namespaces of this host reach too, else under
+ * an abstract name (this namespace only), else none (TCP only). -1 or fd.
+ */
+static int listen_unix(struct hmc_comm *c, uint16_t port)
+{
+	char name[sizeof(c->unix_path)];
+	int fd, rc;
+
+	rc = sock_unix_path(c->unix_path, sizeof(c->unix_path), port, true);
+	if (!rc)
+		rc = sock_listen_unix_path(c->unix_path, &fd, &c->unix_ino);
+	if (!rc)
+		return fd;
+	pr_info("rank %u: no unix control socket at %s (%s): this network namespace only",
+		c->rank, c->unix_path, hmc_strerror(rc));
+	c->unix_path[0] = '\0';
+	sock_unix_name(name, sizeof(name), port);
+	rc = sock_listen_unix(name, &fd);
+	if (!rc)
+		return fd;
+	/* Another listener in this namespace owns the name: TCP only. */
+	pr_info("rank %u: no unix control listener (%s): tcp only", c->rank,
+		hmc_strerror(rc));
+	return -1;
+}
+
 int ctrl_listen(struct hmc_comm *c, const char *ip, uint16_t port)
 {
-	char name[64];
 	uint16_t bound;
 	int fd, ufd = -1, rc;
 
@@ -329,16 +389,8 @@ int ctrl_listen(struct hmc_comm *c, const char *ip, uint16_t port)
 	rc = sock_listen_tcp(ip, port, &fd, &bound);
 	if (rc)
 		return rc;
-	if (!(c->flags & HMC_COMM_F_NO_UNIX)) {
-		sock_unix_name(name, sizeof(name), bound);
-		rc = sock_listen_unix(name, &ufd);
-		if (rc) {
-			/* Another listener on this host owns the name: TCP only. */
-			pr_info("rank %u: no unix control listener (%s): tcp only",
-				c->rank, hmc_strerror(rc));
-			ufd = -1;
-		}
-	}
+	if (!(c->flags & HMC_COMM_F_NO_UNIX))
+		ufd = listen_unix(c, bound);
 	c->tcp_port = bound;
 	rc = listener_open(c, &c->listeners[0], fd, false);
 	if (!rc && ufd >= 0)
@@ -365,9 +417,12 @@ void ctrl_unlisten(struct hmc_comm *c)
 		if (l->fd < 0)
 			continue;
 		engine_unwatch(&c->engine, l->fd);
+		if (l->is_unix && c->unix_path[0])
+			sock_unlink_unix_path(c->unix_path, c->unix_ino);
 		close(l->fd);
 		l->fd = -1;
 	}
+	c->unix_path[0] = '\0';
 	list_for_each_safe(n, tmp, &c->handshakes)
 		hs_drop(c, container_of(n, struct hs, node));
 }

@@ -118,9 +118,14 @@ out:
 	return fatal;
 }
 
+/*
+ * Bring up @transport to @p over @cn. On failure, *@retry says whether the
+ * control connection can still ask for another transport: we failed before
+ * asking, or the peer answered with an error.
+ */
 static int dial_one(struct hmc_comm *c, struct peer *p, struct conn *cn,
 		    enum hmc_transport transport, int64_t deadline,
-		    struct xport_slot **slotp, void **xpeerp)
+		    struct xport_slot **slotp, void **xpeerp, bool *retry)
 {
 	uint8_t *buf = malloc(FRAME_MAX_PAYLOAD);
 	struct frame_xport req = { .transport = transport }, ack;
@@ -130,6 +135,7 @@ static int dial_one(struct hmc_comm *c, struct peer *p, struct conn *cn,
 	void *xpeer = NULL;
 	int rc;
 
+	*retry = true;
 	if (!buf)
 		return -ENOMEM;
 	rc = get_slot(c, transport, &slot);
@@ -146,6 +152,7 @@ static int dial_one(struct hmc_comm *c, struct peer *p, struct conn *cn,
 	rc = frame_encode_xport(buf, &req);
 	if (rc < 0)
 		goto err_peer;
+	*retry = false;
 	rc = conn_send_fd(cn, FRAME_XPORT_REQ, buf, (uint32_t)rc,
 			  slot->ops->peer_fd(slot->ctx, xpeer), deadline);
 	if (rc)
@@ -160,6 +167,7 @@ static int dial_one(struct hmc_comm *c, struct peer *p, struct conn *cn,
 		goto err_peer;
 	}
 	rc = ack.status;
+	*retry = rc != 0;	/* the peer is not connected on its side */
 	if (!rc)
 		rc = attach_fd(slot, xpeer, cn, &h);
 	if (!rc)
@@ -179,22 +187,69 @@ out:
 	return rc;
 }
 
-/* HMC_TRANSPORT_AUTO: shm where both sides can (same host, /dev/hmc), else UCX. */
+/*
+ * Whether AUTO should ask the peer for @t: shm over a Unix control
+ * connection only (the descriptor travels over it, and the dialer made
+ * sure it leads to the listener meant, on this boot); verbs over TCP only,
+ * where our port is up and reaches the peer (xport_ops.reaches).
+ */
+static bool auto_candidate(struct hmc_comm *c, struct conn *cn,
+			   enum hmc_transport t)
+{
+	struct xport_slot *slot;
+	int rc;
+
+	switch (t) {
+	case HMC_TRANSPORT_SHM:
+		return cn->is_unix;
+	case HMC_TRANSPORT_VERBS:
+		if (cn->is_unix)
+			return false;
+		rc = get_slot(c, t, &slot);
+		if (!rc)
+			rc = slot->ops->reaches(slot->ctx, cn->fd);
+		if (rc)
+			pr_debug("rank %u: AUTO: no verbs (%s)", c->rank,
+				 hmc_strerror(rc));
+		return !rc;
+	default:
+		return true;
+	}
+}
+
+/*
+ * HMC_TRANSPORT_AUTO: shm for a peer on this host whose buffer can be
+ * shared, verbs where both ends have an RDMA port that reaches the other,
+ * else TCP; UCX only for what TCP cannot carry (device memory), since its
+ * emulated RMA over TCP is slow and aborts the process when the peer dies
+ * mid-transfer. A transport the peer cannot bring up is answered with an
+ * error, and the next one is asked for.
+ */
 int ctrl_xport_dial(struct hmc_comm *c, struct peer *p, struct conn *cn,
 		    enum hmc_transport transport, int64_t deadline,
 		    struct xport_slot **slotp, void **xpeerp)
 {
-	int rc;
+	static const enum hmc_transport order[] = {
+		HMC_TRANSPORT_SHM, HMC_TRANSPORT_VERBS, HMC_TRANSPORT_TCP,
+		HMC_TRANSPORT_UCX,
+	};
+	bool retry;
+	unsigned int i;
+	int rc = -EPROTONOSUPPORT;
 
 	if (transport != HMC_TRANSPORT_AUTO)
-		return dial_one(c, p, cn, transport, deadline, slotp, xpeerp);
-	if (cn->is_unix) {
-		rc = dial_one(c, p, cn, HMC_TRANSPORT_SHM, deadline, slotp,
-			      xpeerp);
-		if (rc != -EOPNOTSUPP && rc != -EPROTONOSUPPORT)
+		return dial_one(c, p, cn, transport, deadline, slotp, xpeerp,
+				&retry);
+	for (i = 0; i < ARRAY_SIZE(order); i++) {
+		if (!auto_candidate(c, cn, order[i]))
+			continue;
+		rc = dial_one(c, p, cn, order[i], deadline, slotp, xpeerp,
+			      &retry);
+		if (!rc || !retry || rc == -ETIMEDOUT)
 			return rc;
-		pr_debug("rank %u: no shm transport to rank %u (%s): ucx",
-			 c->rank, p->rank, hmc_strerror(rc));
+		pr_debug("rank %u: AUTO: no %s transport to rank %u (%s)",
+			 c->rank, hmc_transport_name(order[i]), p->rank,
+			 hmc_strerror(rc));
 	}
-	return dial_one(c, p, cn, HMC_TRANSPORT_UCX, deadline, slotp, xpeerp);
+	return rc;
 }

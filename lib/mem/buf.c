@@ -6,17 +6,26 @@
  *  KMOD:  pinned kernel pages from /dev/hmc (BUF_ALLOC), mapped MAP_SHARED.
  *         Each buffer has its own open file: the module lets only the
  *         opening process use a file, and closing it frees the handle.
- *  MLOCK: private anonymous memory, mlocked.
+ *  MEMFD: a memfd whose size is sealed, mapped MAP_SHARED and mlocked
+ *         (pre-faulted only, when RLIMIT_MEMLOCK refuses the lock). The
+ *         descriptor is what lets a peer on this host map the buffer
+ *         (the shm transport) without the module.
+ *  MLOCK: private anonymous memory, mlocked, where the kernel has no
+ *         memfd_create (before 3.17, or a sandbox refusing it).
  *  ANON:  the same, pre-faulted but unlocked, when mlock is refused
  *         (RLIMIT_MEMLOCK); RDMA registration may still pin it.
- * The fallback to MLOCK/ANON happens when /dev/hmc is unusable or refuses
+ * The fallback to MEMFD happens when /dev/hmc is unusable or refuses
  * the memory (ENOMEM); HMC_REQUIRE_KMOD or HMC_BUF_F_REQUIRE_KMOD turn it
  * into an error, HMC_BUF_F_NO_KMOD skips /dev/hmc. HMC_BUF_F_NUMA goes to
  * BUF_ALLOC, or to mbind(MPOL_BIND) before the pages are faulted in.
+ * KMOD and MEMFD mappings are not inherited across fork() (MADV_DONTFORK
+ * for memfd, as the module does for its own): a child writing into a
+ * shared mapping would write into the parent's buffer.
  * GPU buffers are device memory from hmc_mem_alloc() (DEVICE).
  */
 #include <fcntl.h>
 #include <linux/mempolicy.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,9 +49,10 @@ struct hmc_buf {
 	enum hmc_buf_backing backing;
 	void *ptr;
 	size_t size;
-	size_t map_len;		/* KMOD, MLOCK, ANON: bytes mapped at ptr */
+	size_t map_len;		/* KMOD, MEMFD, MLOCK, ANON: bytes mapped at ptr */
 	int devhmc_fd;		/* KMOD: the file holding the buffer, else -1 */
 	uint32_t handle;	/* KMOD: its handle in that file */
+	int memfd;		/* MEMFD: the memfd, else -1 */
 };
 
 static bool env_require_kmod(void)
@@ -140,11 +150,28 @@ static int bind_node(void *ptr, size_t len, int node)
 	return 0;
 }
 
-static int buf_alloc_anon(struct hmc_buf *buf, int node)
+/*
+ * Lock @buf's pages in memory, or at least have every page present before
+ * a transfer needs it: 0 if locked, 1 if only faulted in.
+ */
+static int buf_lock_pages(struct hmc_buf *buf)
 {
 	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	volatile char *p;
+	volatile char *p = buf->ptr;
 	size_t off;
+
+	if (!mlock(buf->ptr, buf->map_len))
+		return 0;
+	pr_warn("mlock of %zu bytes refused (%s): the ConnBuffer is not pinned; raise RLIMIT_MEMLOCK or load hmc.ko",
+		buf->map_len, strerror(errno));
+	for (off = 0; off < buf->map_len; off += page)
+		p[off] = 0;
+	return 1;
+}
+
+static int buf_alloc_anon(struct hmc_buf *buf, int node)
+{
+	void *p;
 	int ret;
 
 	p = mmap(NULL, buf->map_len, PROT_READ | PROT_WRITE,
@@ -152,24 +179,84 @@ static int buf_alloc_anon(struct hmc_buf *buf, int node)
 	if (p == MAP_FAILED)
 		return -errno;
 	if (node >= 0) {
-		ret = bind_node((void *)p, buf->map_len, node);
+		ret = bind_node(p, buf->map_len, node);
 		if (ret) {
-			munmap((void *)p, buf->map_len);
+			munmap(p, buf->map_len);
 			return ret;
 		}
 	}
-	buf->ptr = (void *)p;
-	if (!mlock(buf->ptr, buf->map_len)) {
-		buf->backing = HMC_BUF_BACKING_MLOCK;
-		return 0;
-	}
-	pr_warn("mlock of %zu bytes refused (%s): the ConnBuffer is not pinned; raise RLIMIT_MEMLOCK or load hmc.ko",
-		buf->map_len, strerror(errno));
-	/* At least have every page present before a transfer needs it. */
-	for (off = 0; off < buf->map_len; off += page)
-		p[off] = 0;
-	buf->backing = HMC_BUF_BACKING_ANON;
+	buf->ptr = p;
+	buf->backing = buf_lock_pages(buf) ? HMC_BUF_BACKING_ANON :
+					     HMC_BUF_BACKING_MLOCK;
 	return 0;
+}
+
+/*
+ * A sealed memfd mapped shared: -ENOSYS where memfd_create() (or sealing)
+ * is unavailable, so that the caller falls back to anonymous memory.
+ */
+static int buf_alloc_memfd(struct hmc_buf *buf, int node)
+{
+	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	void *p;
+	int fd, ret;
+
+	fd = memfd_create("hmc-connbuf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		ret = -errno;
+		pr_debug("memfd_create: %s", strerror(-ret));
+		/* EINVAL: a kernel without MFD_ALLOW_SEALING; EPERM: a sandbox */
+		return ret == -EINVAL || ret == -EPERM ? -ENOSYS : ret;
+	}
+	if (ftruncate(fd, (off_t)buf->map_len)) {
+		ret = -errno;
+		goto err_close;
+	}
+	/*
+	 * Peers map the descriptor: its size must never change under their
+	 * mapping (a shrink would turn their stores into SIGBUS), and nobody
+	 * may add seals that break ours (F_SEAL_FUTURE_WRITE).
+	 */
+	if (fcntl(fd, F_ADD_SEALS, seals)) {
+		ret = errno == EINVAL ? -ENOSYS : -errno;
+		goto err_close;
+	}
+	p = mmap(NULL, buf->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		ret = -errno;
+		goto err_close;
+	}
+	if (node >= 0) {
+		ret = bind_node(p, buf->map_len, node);
+		if (ret)
+			goto err_unmap;
+	}
+	if (madvise(p, buf->map_len, MADV_DONTFORK)) {
+		ret = -errno;
+		goto err_unmap;
+	}
+	buf->ptr = p;
+	buf->memfd = fd;
+	buf->backing = HMC_BUF_BACKING_MEMFD;
+	buf_lock_pages(buf);
+	return 0;
+
+err_unmap:
+	munmap(p, buf->map_len);
+err_close:
+	close(fd);
+	return ret;
+}
+
+/* Memory of our own: a memfd, or anonymous memory without memfd_create(). */
+static int buf_alloc_user(struct hmc_buf *buf, int node)
+{
+	int ret = buf_alloc_memfd(buf, node);
+
+	if (ret != -ENOSYS)
+		return ret;
+	pr_info("ConnBuffer: no memfd_create here: anonymous memory, which peers on this host cannot map");
+	return buf_alloc_anon(buf, node);
 }
 
 static int buf_alloc_host(struct hmc_buf *buf, const struct hmc_buf_opts *o)
@@ -183,7 +270,7 @@ static int buf_alloc_host(struct hmc_buf *buf, const struct hmc_buf_opts *o)
 		return -ENOMEM;
 	buf->map_len = (buf->size + page - 1) & ~(page - 1);
 	if (o->flags & HMC_BUF_F_NO_KMOD)
-		return buf_alloc_anon(buf, node);
+		return buf_alloc_user(buf, node);
 
 	require = (o->flags & HMC_BUF_F_REQUIRE_KMOD) || env_require_kmod();
 	ret = buf_alloc_kmod(buf, node,
@@ -191,14 +278,14 @@ static int buf_alloc_host(struct hmc_buf *buf, const struct hmc_buf_opts *o)
 	if (ret != -ENODEV && ret != -ENOMEM)
 		return ret;
 	if (require) {
-		pr_err("ConnBuffer: /dev/hmc is required (%s) and cannot serve %zu bytes; not falling back to mlocked memory",
+		pr_err("ConnBuffer: /dev/hmc is required (%s) and cannot serve %zu bytes; not falling back to memfd memory",
 		       o->flags & HMC_BUF_F_REQUIRE_KMOD ?
 		       "HMC_BUF_F_REQUIRE_KMOD" : "HMC_REQUIRE_KMOD",
 		       buf->size);
 		return ret;
 	}
-	pr_info("ConnBuffer: /dev/hmc unusable, using anonymous memory");
-	return buf_alloc_anon(buf, node);
+	pr_info("ConnBuffer: /dev/hmc unusable, using a memfd");
+	return buf_alloc_user(buf, node);
 }
 
 int hmc_buf_create(enum hmc_mem_type type, int device, size_t size,
@@ -214,7 +301,7 @@ int hmc_buf_create(enum hmc_mem_type type, int device, size_t size,
 	ret = OPTS_LOAD(&o, opts, hmc_buf_opts, numa_node);
 	if (ret)
 		return ret;
-	if (!size || (unsigned int)type > HMC_MEM_ROCM)
+	if (!size || (unsigned int)type > MEM_TYPE_LAST)
 		return -EINVAL;
 	ret = buf_check_opts(type, &o);
 	if (ret)
@@ -229,6 +316,7 @@ int hmc_buf_create(enum hmc_mem_type type, int device, size_t size,
 	buf->device = device;
 	buf->size = size;
 	buf->devhmc_fd = -1;
+	buf->memfd = -1;
 	if (type == HMC_MEM_CPU) {
 		ret = buf_alloc_host(buf, &o);
 	} else {
@@ -262,6 +350,8 @@ void hmc_buf_destroy(struct hmc_buf *buf)
 		munmap(buf->ptr, buf->map_len);
 		if (buf->devhmc_fd >= 0)
 			close(buf->devhmc_fd);
+		if (buf->memfd >= 0)
+			close(buf->memfd);
 	}
 	free(buf);
 }
@@ -318,6 +408,31 @@ static int buf_export_device(struct hmc_buf *buf, size_t offset, size_t len,
 	return 0;
 }
 
+/*
+ * The memfd itself, only whole: a descriptor cannot name a part of a file.
+ * Read-write, a duplicate; read-only, the file opened anew without write
+ * access, so that the importer's mmap(PROT_WRITE, MAP_SHARED) is refused.
+ */
+static int buf_export_memfd(struct hmc_buf *buf, size_t offset, size_t len,
+			    uint32_t flags, int *fd)
+{
+	char path[32];
+	int nfd;
+
+	if (offset || (len && len != buf->size && len != buf->map_len))
+		return -EOPNOTSUPP;
+	if (flags & HMC_BUF_EXPORT_RDWR) {
+		nfd = fcntl(buf->memfd, F_DUPFD_CLOEXEC, 0);
+	} else {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", buf->memfd);
+		nfd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (nfd < 0)
+		return -errno;
+	*fd = nfd;
+	return 0;
+}
+
 int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
 		      uint32_t flags, int *fd)
 {
@@ -335,6 +450,8 @@ int hmc_buf_export_fd(struct hmc_buf *buf, size_t offset, size_t len,
 		return ret;
 	if (buf->backing == HMC_BUF_BACKING_DEVICE)
 		return buf_export_device(buf, offset, len, fd);
+	if (buf->backing == HMC_BUF_BACKING_MEMFD)
+		return buf_export_memfd(buf, offset, len, flags, fd);
 	if (buf->backing != HMC_BUF_BACKING_KMOD) {
 		pr_debug("ConnBuffer %p: %s memory is not exportable", buf->ptr,
 			 hmc_buf_backing_name(buf->backing));
@@ -361,6 +478,8 @@ const char *hmc_buf_backing_name(enum hmc_buf_backing backing)
 		return "anon";
 	case HMC_BUF_BACKING_DEVICE:
 		return "device";
+	case HMC_BUF_BACKING_MEMFD:
+		return "memfd";
 	}
 	return "unknown";
 }
@@ -413,7 +532,7 @@ static int buf_user_io(struct hmc_buf *buf, size_t offset, void *user,
 {
 	int ret;
 
-	if (!buf || (unsigned int)user_type > HMC_MEM_ROCM)
+	if (!buf || (unsigned int)user_type > MEM_TYPE_LAST)
 		return -EINVAL;
 	ret = range_check(buf->size, offset, len);
 	if (ret || !len)

@@ -11,7 +11,8 @@ static const struct {
 	const char *name;
 	uint32_t min, max;
 } frame_types[] = {
-	[FRAME_HELLO] = { "hello", FRAME_HELLO_LEN, FRAME_HELLO_LEN },
+	[FRAME_HELLO] = { "hello", FRAME_HELLO_LEN,
+			  FRAME_HELLO_LEN + FRAME_HELLO_HOST_LEN },
 	[FRAME_CHALLENGE] = { "challenge", FRAME_CHALLENGE_LEN, FRAME_CHALLENGE_LEN },
 	[FRAME_AUTH] = { "auth", FRAME_MAC_LEN, FRAME_MAC_LEN },
 	[FRAME_WELCOME] = { "welcome", 0, 0 },
@@ -22,6 +23,7 @@ static const struct {
 	[FRAME_XPORT_REQ] = { "xport-req", FRAME_XPORT_HDR_LEN, FRAME_MAX_PAYLOAD },
 	[FRAME_XPORT_ACK] = { "xport-ack", FRAME_XPORT_HDR_LEN, FRAME_MAX_PAYLOAD },
 	[FRAME_BYE] = { "bye", 0, 0 },
+	[FRAME_MSG] = { "msg", 8, FRAME_MAX_PAYLOAD },
 };
 
 const char *frame_type_name(unsigned int type)
@@ -71,19 +73,34 @@ size_t frame_encode_hello(uint8_t *p, const struct frame_hello *h)
 	put_be32(p + 4, h->dst_rank);
 	put_be32(p + 8, h->flags);
 	memcpy(p + 12, h->nonce, FRAME_NONCE_LEN);
-	return FRAME_HELLO_LEN;
+	if (!(h->flags & FRAME_HELLO_F_HOST))
+		return FRAME_HELLO_LEN;
+	p += FRAME_HELLO_LEN;
+	memcpy(p, h->boot_id, sizeof(h->boot_id));
+	put_be64(p + 16, h->netns);
+	memcpy(p + 24, h->addr, sizeof(h->addr));
+	return FRAME_HELLO_LEN + FRAME_HELLO_HOST_LEN;
 }
 
 int frame_decode_hello(const uint8_t *p, uint32_t len, struct frame_hello *h)
 {
-	if (len != FRAME_HELLO_LEN)
+	if (len < FRAME_HELLO_LEN)
 		return -EPROTO;
 	h->src_rank = get_be32(p);
 	h->dst_rank = get_be32(p + 4);
 	h->flags = get_be32(p + 8);
-	if (h->flags & ~FRAME_HELLO_F_AUTH)
+	if (h->flags & ~(FRAME_HELLO_F_AUTH | FRAME_HELLO_F_HOST))
+		return -EPROTO;
+	if (len != FRAME_HELLO_LEN +
+	    (h->flags & FRAME_HELLO_F_HOST ? FRAME_HELLO_HOST_LEN : 0))
 		return -EPROTO;
 	memcpy(h->nonce, p + 12, FRAME_NONCE_LEN);
+	if (!(h->flags & FRAME_HELLO_F_HOST))
+		return 0;
+	p += FRAME_HELLO_LEN;
+	memcpy(h->boot_id, p, sizeof(h->boot_id));
+	h->netns = get_be64(p + 16);
+	memcpy(h->addr, p + 24, sizeof(h->addr));
 	return 0;
 }
 

@@ -35,10 +35,17 @@ enum frame_type {
 	FRAME_XPORT_REQ,	/* transport metadata, asks for the peer's */
 	FRAME_XPORT_ACK,	/* the peer's transport metadata, or an error */
 	FRAME_BYE,		/* orderly disconnect */
-	FRAME_TYPE_MAX = FRAME_BYE,
+	FRAME_MSG,		/* two-sided messages (lib/msg), opaque to the core */
+	FRAME_TYPE_MAX = FRAME_MSG,
 };
 
 #define FRAME_HELLO_F_AUTH	(1U << 0)	/* the dialer has a secret */
+/*
+ * The HELLO carries the dialer's host part (FRAME_HELLO_HOST_LEN more
+ * bytes): over a Unix socket, so that the listener can tell whether it is
+ * the one the dialer meant (see ctrl.c).
+ */
+#define FRAME_HELLO_F_HOST	(1U << 1)
 
 /*
  * Header flag: a file descriptor travels with this frame (SCM_RIGHTS, Unix
@@ -57,6 +64,10 @@ struct frame_hello {
 	uint32_t dst_rank;	/* whom it meant to reach */
 	uint32_t flags;		/* FRAME_HELLO_F_* */
 	uint8_t nonce[FRAME_NONCE_LEN];
+	/* FRAME_HELLO_F_HOST only: */
+	uint8_t boot_id[16];	/* the dialer's kernel boot id */
+	uint64_t netns;		/* its network namespace's inode */
+	uint8_t addr[16];	/* the address it dialed (IPv6, v4-mapped) */
 };
 
 struct frame_challenge {
@@ -74,6 +85,7 @@ struct frame_xport {
 };
 
 #define FRAME_HELLO_LEN		(12 + FRAME_NONCE_LEN)
+#define FRAME_HELLO_HOST_LEN	40	/* boot_id, netns, addr */
 #define FRAME_CHALLENGE_LEN	(FRAME_NONCE_LEN + FRAME_MAC_LEN)
 #define FRAME_XPORT_HDR_LEN	16
 #define FRAME_XPORT_MAX_BLOB	(FRAME_MAX_PAYLOAD - FRAME_XPORT_HDR_LEN)

@@ -9,7 +9,9 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -88,26 +90,30 @@ int sock_listen_tcp(const char *ip, uint16_t port, int *fd, uint16_t *bound)
 	return 0;
 }
 
-static socklen_t unix_addr(struct sockaddr_un *sun, const char *name)
+/* @name in the abstract namespace (leading NUL), else a filesystem path. */
+static int unix_addr(struct sockaddr_un *sun, const char *name, bool abstract,
+		     socklen_t *len)
 {
-	size_t n = strnlen(name, sizeof(sun->sun_path) - 1);
+	size_t n = strlen(name), at = abstract ? 1 : 0;
 
+	if (n + at >= sizeof(sun->sun_path))
+		return -ENAMETOOLONG;
 	memset(sun, 0, sizeof(*sun));
 	sun->sun_family = AF_UNIX;
-	memcpy(sun->sun_path + 1, name, n);	/* abstract: leading NUL */
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	memcpy(sun->sun_path + at, name, n);
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + at + n +
+			   !abstract);
+	return 0;
 }
 
-int sock_listen_unix(const char *name, int *fd)
+static int unix_listen(const struct sockaddr_un *sun, socklen_t len, int *fd)
 {
-	struct sockaddr_un sun;
-	socklen_t len = unix_addr(&sun, name);
 	int s, rc;
 
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
-	if (bind(s, (struct sockaddr *)&sun, len) || listen(s, 128)) {
+	if (bind(s, (const struct sockaddr *)sun, len) || listen(s, 128)) {
 		rc = -errno;
 		close(s);
 		return rc;
@@ -116,9 +122,112 @@ int sock_listen_unix(const char *name, int *fd)
 	return 0;
 }
 
+int sock_listen_unix(const char *name, int *fd)
+{
+	struct sockaddr_un sun;
+	socklen_t len;
+	int rc;
+
+	rc = unix_addr(&sun, name, true, &len);
+	return rc ? rc : unix_listen(&sun, len, fd);
+}
+
 void sock_unix_name(char *buf, size_t len, uint16_t port)
 {
 	snprintf(buf, len, "hmc.ctrl.%u", port);
+}
+
+/*
+ * HMC_RUNTIME_DIR, else /tmp/hmc-<euid>: one directory for every network
+ * namespace of the host. With @create, made if missing; either way it must
+ * be a directory of ours that nobody else may write into, or another user
+ * could put a socket of theirs where our peers look for us.
+ */
+static int unix_dir(char *buf, size_t len, bool create)
+{
+	const char *env = getenv("HMC_RUNTIME_DIR");
+	struct stat st;
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else
+		n = snprintf(buf, len, "/tmp/hmc-%u", (unsigned int)geteuid());
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	if (create && mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	if (lstat(buf, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		pr_warn("%s is not a directory of uid %u closed to others: no unix control sockets there",
+			buf, (unsigned int)geteuid());
+		return -EACCES;
+	}
+	return 0;
+}
+
+int sock_unix_path(char *buf, size_t len, uint16_t port, bool create)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int n, rc;
+
+	rc = unix_dir(dir, sizeof(dir), create);
+	if (rc)
+		return rc;
+	n = snprintf(buf, len, "%s/ctrl.%u", dir, port);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int sock_listen_unix_path(const char *path, int *fd, uint64_t *ino)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	socklen_t len;
+	int s, rc;
+
+	rc = unix_addr(&sun, path, false, &len);
+	if (rc)
+		return rc;
+	rc = unix_listen(&sun, len, fd);
+	if (rc == -EADDRINUSE) {
+		/*
+		 * Left behind by a listener that died (refused), or in use by
+		 * a live one, in another network namespace with the same port.
+		 */
+		s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s < 0)
+			return -errno;
+		rc = connect(s, (struct sockaddr *)&sun, len) ? -errno : 0;
+		close(s);
+		if (rc != -ECONNREFUSED)
+			return -EADDRINUSE;
+		if (unlink(path) && errno != ENOENT)
+			return -errno;
+		rc = unix_listen(&sun, len, fd);
+	}
+	if (rc)
+		return rc;
+	if (stat(path, &st)) {
+		rc = -errno;
+		close(*fd);
+		return rc;
+	}
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+void sock_unlink_unix_path(const char *path, uint64_t ino)
+{
+	struct stat st;
+
+	/* Only ours: a later listener may have replaced it. */
+	if (!lstat(path, &st) && S_ISSOCK(st.st_mode) &&
+	    (uint64_t)st.st_ino == ino)
+		unlink(path);
 }
 
 int sock_accept(int lfd)
@@ -209,12 +318,16 @@ int sock_dial_tcp(const char *ip, uint16_t port, int64_t deadline, int *fd)
 	return rc;
 }
 
-int sock_dial_unix(const char *name, int64_t deadline, int *fd)
+int sock_dial_unix(const char *name, bool abstract, int64_t deadline,
+		   int *fd)
 {
 	struct sockaddr_un sun;
-	socklen_t len = unix_addr(&sun, name);
+	socklen_t len;
+	int rc;
 
-	return dial(AF_UNIX, (struct sockaddr *)&sun, len, deadline, fd);
+	rc = unix_addr(&sun, name, abstract, &len);
+	return rc ? rc : dial(AF_UNIX, (struct sockaddr *)&sun, len, deadline,
+			      fd);
 }
 
 static bool same_addr(const struct sockaddr *a, const struct sockaddr *b)
@@ -242,10 +355,23 @@ static bool is_loopback(const struct sockaddr *sa)
 	return false;
 }
 
+/* Loopback, or an address of one of this namespace's interfaces. */
+static bool sa_is_local(const struct sockaddr *sa, struct ifaddrs *ifs)
+{
+	struct ifaddrs *i;
+
+	if (is_loopback(sa))
+		return true;
+	for (i = ifs; i; i = i->ifa_next)
+		if (i->ifa_addr && same_addr(sa, i->ifa_addr))
+			return true;
+	return false;
+}
+
 bool sock_addr_is_local(const char *ip)
 {
 	struct addrinfo *res, *ai;
-	struct ifaddrs *ifs, *i;
+	struct ifaddrs *ifs;
 	bool local = false;
 
 	if (!ip || !*ip || resolve(ip, 0, false, &res))
@@ -254,17 +380,84 @@ bool sock_addr_is_local(const char *ip)
 		freeaddrinfo(res);
 		return false;
 	}
-	for (ai = res; ai && !local; ai = ai->ai_next) {
-		if (is_loopback(ai->ai_addr)) {
-			local = true;
-			break;
-		}
-		for (i = ifs; i && !local; i = i->ifa_next)
-			local = i->ifa_addr && same_addr(ai->ai_addr, i->ifa_addr);
-	}
+	for (ai = res; ai && !local; ai = ai->ai_next)
+		local = sa_is_local(ai->ai_addr, ifs);
 	freeifaddrs(ifs);
 	freeaddrinfo(res);
 	return local;
+}
+
+int sock_addr_v6(const char *ip, uint8_t out[16])
+{
+	struct addrinfo *res;
+	const struct sockaddr *sa;
+	int rc;
+
+	rc = resolve(ip, 0, false, &res);
+	if (rc)
+		return rc;
+	sa = res->ai_addr;
+	memset(out, 0, 16);
+	if (sa->sa_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	} else if (sa->sa_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else {
+		rc = -EAFNOSUPPORT;
+	}
+	freeaddrinfo(res);
+	return rc;
+}
+
+int sock_bound_v6(int fd, uint8_t out[16], bool *any)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -errno;
+	memset(out, 0, 16);
+	if (ss.ss_family == AF_INET6) {
+		memcpy(out, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+		*any = IN6_IS_ADDR_UNSPECIFIED(
+			&((struct sockaddr_in6 *)&ss)->sin6_addr);
+	} else if (ss.ss_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+		*any = ((struct sockaddr_in *)&ss)->sin_addr.s_addr ==
+		       htonl(INADDR_ANY);
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	return 0;
+}
+
+int sock_v6_locality(const uint8_t addr[16])
+{
+	static const uint8_t v4mapped[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
+	};
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct ifaddrs *ifs;
+	bool local;
+
+	if (!memcmp(addr, v4mapped, sizeof(v4mapped))) {
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, addr + 12, 4);
+	} else {
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, addr, 16);
+	}
+	if (is_loopback((struct sockaddr *)&ss))
+		return SOCK_ADDR_LOOPBACK;
+	if (getifaddrs(&ifs))
+		return -errno;
+	local = sa_is_local((struct sockaddr *)&ss, ifs);
+	freeifaddrs(ifs);
+	return local ? SOCK_ADDR_LOCAL : SOCK_ADDR_REMOTE;
 }
 
 int sock_check_peer_cred(int fd)

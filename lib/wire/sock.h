@@ -9,22 +9,55 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/uio.h>
 
 /* TCP listener on @ip (numeric or name; NULL or "" for any) and @port. */
 int sock_listen_tcp(const char *ip, uint16_t port, int *fd, uint16_t *bound);
 
-/* Unix listener in the abstract namespace under @name. */
+/* Unix listener in the abstract namespace (one per network namespace). */
 int sock_listen_unix(const char *name, int *fd);
+
+/*
+ * The filesystem path of the Unix listener for TCP @port, in a per-user
+ * directory (HMC_RUNTIME_DIR, else /tmp/hmc-<euid>; made with @create) that
+ * every network namespace of the host shares: 0 or -errno.
+ */
+int sock_unix_path(char *buf, size_t len, uint16_t port, bool create);
+
+/*
+ * Unix listener at @path, replacing a socket left behind by a dead one;
+ * -EADDRINUSE if a live one has it. *@ino names ours for
+ * sock_unlink_unix_path(), which removes it only if it is still ours.
+ */
+int sock_listen_unix_path(const char *path, int *fd, uint64_t *ino);
+void sock_unlink_unix_path(const char *path, uint64_t ino);
 
 /* Accept one connection: the fd, -EAGAIN if none is waiting. */
 int sock_accept(int lfd);
 
 int sock_dial_tcp(const char *ip, uint16_t port, int64_t deadline, int *fd);
-int sock_dial_unix(const char *name, int64_t deadline, int *fd);
+/* @name: abstract, or a filesystem path. */
+int sock_dial_unix(const char *name, bool abstract, int64_t deadline,
+		   int *fd);
 
 /* Whether @ip names this host: a loopback or a local interface address. */
 bool sock_addr_is_local(const char *ip);
+
+/* @ip (numeric or a name: its first address) as IPv6, IPv4 v4-mapped. */
+int sock_addr_v6(const char *ip, uint8_t out[16]);
+
+enum {
+	SOCK_ADDR_REMOTE,	/* no address of this network namespace */
+	SOCK_ADDR_LOOPBACK,	/* 127/8 or ::1: every namespace has its own */
+	SOCK_ADDR_LOCAL,	/* an address of one of its interfaces */
+};
+
+/* The address socket @fd is bound to, as sock_addr_v6(); *@any if a wildcard. */
+int sock_bound_v6(int fd, uint8_t out[16], bool *any);
+
+/* Where @addr (from sock_addr_v6()) lives: SOCK_ADDR_* or -errno. */
+int sock_v6_locality(const uint8_t addr[16]);
 
 /* The abstract Unix name for the listener on TCP @port. */
 void sock_unix_name(char *buf, size_t len, uint16_t port);

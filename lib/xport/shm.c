@@ -1,15 +1,26 @@
 // SPDX-License-Identifier: MIT
 /*
- * Same-host zero-copy transport. Each side exports its ConnBuffer from
- * /dev/hmc as a dma-buf and hands the descriptor to the peer over the Unix
- * control connection (SCM_RIGHTS); the peer maps it. A put is then a copy
- * into the peer's mapping and a get a copy out of it, with no system call
- * per operation; flush is a memory fence. The copy runs in the calling
- * thread, so put_nb and get_nb complete before they return.
+ * Same-host zero-copy transport. Each side hands the descriptor behind its
+ * ConnBuffer to the peer over the Unix control connection (SCM_RIGHTS):
+ * the /dev/hmc dma-buf of a kmod buffer or the memfd of a memfd buffer,
+ * read-write; the peer maps it. A put is then a copy into the peer's
+ * mapping and a get a copy out of it, with no system call per operation;
+ * flush is a memory fence. The copy runs in the calling thread, so put_nb
+ * and get_nb complete before they return.
  *
- * The mapping holds the peer's pages (the dma-buf holds its buffer), so a
- * peer that dies leaves valid memory behind: its failure is seen by the
- * control connection, never as a fault here.
+ * The control plane passes the descriptor only once the handshake (peer
+ * credentials, and the HMAC challenge when a secret is set) has succeeded
+ * (ctrl/ctrl.c). Both sides announce their kernel's boot id: a peer that
+ * is not on this boot of this machine is refused, so that AUTO moves on.
+ *
+ * The mapping holds the peer's pages (the dma-buf holds its buffer, the
+ * memfd its file; the memfd's size is sealed, so that no truncation can
+ * turn a store into SIGBUS), so a peer that dies leaves valid memory
+ * behind: its failure is seen by the control connection, never as a fault
+ * here. The mapping is dropped with the peer (disconnect or failure).
+ *
+ * A put writes its last byte last (shm_copy_in_order()), so that a peer
+ * polling the end of a message sees the whole of it, as over RDMA.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,16 +31,20 @@
 
 #include "core/peer.h"
 #include "mem/buf.h"
+#include "sys/host.h"
 #include "sys/log.h"
+#include "sys/util.h"
 
 #define SHM_BLOB_MAGIC	0x484d4353u	/* "HMCS" */
-#define SHM_BLOB_LEN	16		/* be32 magic, be32 0, be64 size */
+/* be32 magic, be32 0, be64 size, boot id */
+#define SHM_BLOB_LEN	(16 + HOST_BOOT_ID_LEN)
 
 struct shm_ctx {
 	struct hmc_comm *comm;
 	uint8_t *base;
 	uint64_t size;
-	int export_fd;		/* our buffer as a dma-buf, for every peer */
+	int export_fd;		/* our buffer's dma-buf or memfd, for every peer */
+	uint8_t boot_id[HOST_BOOT_ID_LEN];
 };
 
 struct shm_peer {
@@ -68,6 +83,7 @@ static int shm_init(struct hmc_comm *comm, void **ctx)
 	s->base = hmc_buf_ptr(comm->buf);
 	s->size = hmc_buf_size(comm->buf);
 	s->export_fd = fd;
+	host_boot_id(s->boot_id);
 	*ctx = s;
 	return 0;
 }
@@ -93,6 +109,7 @@ static int shm_peer_info(void *ctx, void *xpeer, uint8_t *blob, uint32_t cap,
 	put_be32(blob, SHM_BLOB_MAGIC);
 	put_be32(blob + 4, 0);
 	put_be64(blob + 8, s->size);
+	memcpy(blob + 16, s->boot_id, HOST_BOOT_ID_LEN);
 	*len = SHM_BLOB_LEN;
 	return 0;
 }
@@ -116,6 +133,7 @@ static int shm_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
 			    uint32_t len)
 {
 	struct shm_peer *sp = xpeer;
+	struct shm_ctx *s = ctx;
 	struct stat st;
 	uint64_t size;
 	void *map;
@@ -125,9 +143,13 @@ static int shm_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
 		return -EPROTO;
 	if (sp->fd < 0)		/* only a Unix control connection carries it */
 		return -EOPNOTSUPP;
+	if (!host_same_boot(s->boot_id, blob + 16)) {
+		pr_info("shm transport: the peer runs on another boot id (another host?): refused");
+		return -EOPNOTSUPP;
+	}
 	size = get_be64(blob + 8);
 	/*
-	 * The dma-buf holds the peer's buffer rounded up to pages: it must
+	 * The descriptor holds the peer's buffer rounded up to pages: it must
 	 * cover the size the peer announced (which the core checks every
 	 * remote range against), or the announcement is a lie.
 	 */
@@ -156,6 +178,27 @@ static void shm_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	free(sp);
 }
 
+/*
+ * A put's last byte becomes visible after all the others, as an RDMA write
+ * lands in address order: a peer that polls the end of a message (a
+ * sequence number, a flag) then reads a whole one, as it would over verbs.
+ * memcpy() alone promises no order (glibc writes the tail of a copy early,
+ * and large copies with non-temporal stores, which only a fence orders).
+ */
+static __hot void shm_copy_in_order(uint8_t *dst, const uint8_t *src,
+				    uint64_t len)
+{
+	if (!len)
+		return;
+	memcpy(dst, src, len - 1);
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_sfence();	/* plain stores are ordered already */
+#else
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
+	__atomic_store_n(dst + len - 1, src[len - 1], __ATOMIC_RELAXED);
+}
+
 static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		    uint64_t local_off, uint64_t remote_off, uint64_t len)
 {
@@ -170,7 +213,8 @@ static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		return -ERANGE;
 	switch (op) {
 	case REQ_PUT:
-		memcpy(sp->remote + remote_off, s->base + local_off, len);
+		shm_copy_in_order(sp->remote + remote_off, s->base + local_off,
+				  len);
 		break;
 	case REQ_GET:
 		memcpy(s->base + local_off, sp->remote + remote_off, len);
@@ -179,6 +223,8 @@ static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		/* Our stores are visible before anything we do next. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		break;
+	case REQ_MSG:	/* lib/msg's, never posted */
+		return -EINVAL;
 	}
 	req_complete(r, 0);
 	return 0;

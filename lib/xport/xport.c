@@ -11,6 +11,7 @@ static const struct xport_ops *const xport_defs[XPORT_SLOTS] = {
 	[HMC_TRANSPORT_UCX] = &xport_ucx_ops,
 	[HMC_TRANSPORT_VERBS] = &xport_verbs_ops,
 	[HMC_TRANSPORT_SHM] = &xport_shm_ops,
+	[HMC_TRANSPORT_TCP] = &xport_tcp_ops,
 };
 
 static struct xport_ops xport_tables[XPORT_SLOTS];
@@ -48,6 +49,12 @@ static void default_unwatch(void *ctx)
 {
 }
 
+/* AUTO cannot tell: an active transport is taken as reaching the peer. */
+static int default_reaches(void *ctx, int ctrl_fd)
+{
+	return 0;
+}
+
 static void fill_tables(void)
 {
 	unsigned int i;
@@ -68,6 +75,8 @@ static void fill_tables(void)
 			o->event_fd = default_event_fd;
 		if (!o->unwatch)
 			o->unwatch = default_unwatch;
+		if (!o->reaches)
+			o->reaches = default_reaches;
 	}
 }
 

@@ -18,8 +18,10 @@ caller drives progress. A second line reports the same loop with the
 array staged into a slot of its own before every put (the copy included),
 for information.
 
-    put_bw.py --hmcperf build/tools/hmcperf [--reps 7]
-prints `RATIO py_vs_c_put_bw_1MiB <py/c> >=0.9`.
+    put_bw.py --hmcperf build/tools/hmcperf [--reps 7] [--transport shm]
+prints `RATIO py_vs_c_put_bw_1MiB <py/c> >=0.9`; with --transport shm, both
+run over the shm transport instead (no UCX_TLS) and the line is
+`RATIO py_vs_c_shm_put_bw_1MiB`.
 """
 
 import argparse
@@ -81,7 +83,10 @@ def timed_puts(sess, iters, stage):
     return time.perf_counter() - start
 
 
-def python_run(stage_each):
+CONN = {"ucx": hmc.ConnType.UCX, "shm": hmc.ConnType.SHM}
+
+
+def python_run(stage_each, transport):
     """Bandwidth (MB/s) of one Python client against a fresh server."""
     server = subprocess.Popen([sys.executable, __file__, "--serve"],
                               stdout=subprocess.PIPE, text=True)
@@ -92,7 +97,7 @@ def python_run(stage_each):
         with hmc.create_session(buffer_size=WINDOW * SIZE, timeout=300,
                                 progress_thread=False) as sess:
             sess.connect(peer_id=0, self_id=1, peer_ip="127.0.0.1",
-                         data_port=port, conn=hmc.ConnType.UCX)
+                         data_port=port, conn=CONN[transport])
             sess.buf.put(array, offset=0)
             stage = array if stage_each else None
             timed_puts(sess, WARMUP, stage)
@@ -107,8 +112,9 @@ def python_run(stage_each):
         server.stdout.close()
 
 
-def hmcperf_run(hmcperf):
-    out = subprocess.run([hmcperf, "--loopback", "--json", "-t", "put_bw",
+def hmcperf_run(hmcperf, transport):
+    out = subprocess.run([hmcperf, "--loopback", "--json", "-x", transport,
+                          "-t", "put_bw",
                           "-s", str(SIZE), "-n", str(ITERS), "-w", str(WARMUP),
                           "-O", str(WINDOW)],
                          check=True, capture_output=True, text=True).stdout
@@ -119,28 +125,33 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--hmcperf", default="build/tools/hmcperf")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--transport", choices=sorted(CONN), default="ucx")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
         return serve()
-    os.environ["UCX_TLS"] = "tcp,self"
+    if args.transport == "ucx":
+        os.environ["UCX_TLS"] = "tcp,self"
+        how, ratio = "UCX_TLS=tcp,self", "py_vs_c_put_bw_1MiB"
+    else:
+        how, ratio = "over shm", "py_vs_c_shm_put_bw_1MiB"
     py, py_staged, c = [], [], []
     for _ in range(args.reps):
-        c.append(hmcperf_run(args.hmcperf))
-        py.append(python_run(False))
-        py_staged.append(python_run(True))
+        c.append(hmcperf_run(args.hmcperf, args.transport))
+        py.append(python_run(False, args.transport))
+        py_staged.append(python_run(True, args.transport))
     med = statistics.median
-    print("== Python put_bw: 1 MiB NumPy array, UCX_TLS=tcp,self, -n %d -w %d "
+    print("== Python put_bw: 1 MiB NumPy array, %s, -n %d -w %d "
           "-O %d, no progress thread, %d repetitions (median), tools "
           "alternating" %
-          (ITERS, WARMUP, WINDOW, args.reps))
+          (how, ITERS, WARMUP, WINDOW, args.reps))
     for name, runs in (("hmcperf", c), ("python", py),
                        ("python+copy", py_staged)):
         print("  %-12s %9.1f MB/s   runs: %s" %
               (name, med(runs), " ".join("%.1f" % r for r in runs)))
     print("python+copy stages the array before each put "
           "(%.3f of hmcperf; information only)" % (med(py_staged) / med(c)))
-    print("RATIO py_vs_c_put_bw_1MiB %.3f >=0.9" % (med(py) / med(c)))
+    print("RATIO %s %.3f >=0.9" % (ratio, med(py) / med(c)))
 
 
 if __name__ == "__main__":

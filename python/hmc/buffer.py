@@ -24,7 +24,8 @@ class IOBuffer:
     """A registered buffer of ``size`` bytes of ``mem_type`` memory.
 
     CPU buffers are pinned pages from /dev/hmc when hmc.ko is loaded, else
-    mlocked memory (``backing`` says which).
+    a sealed memfd, mlocked where RLIMIT_MEMLOCK allows (``backing`` says
+    which).
     """
 
     def __init__(self, device_id=0, size=128 << 20, mem_type=MemoryType.CPU,
@@ -90,7 +91,7 @@ class IOBuffer:
 
     @property
     def backing(self):
-        """"kmod", "mlock", "anon" or "device"."""
+        """"kmod", "memfd", "mlock", "anon" or "device"."""
         lib = self._lib
         backing = lib.hmc_buf_backing(self.handle)
         return lib.hmc_buf_backing_name(backing).decode()
@@ -155,13 +156,11 @@ def _offset(offset):
 def resolve_mem_type(mem_type, device_id=0):
     """MemoryType.DEFAULT becomes the first GPU type with a device, or CPU."""
     mem_type = MemoryType(mem_type)
-    if mem_type in (MemoryType.CAMBRICON_MLU, MemoryType.MOORE_GPU):
-        raise HMCError(errno.ENODEV,
-                       "libhmc has no %s backend" % mem_type.name)
     if mem_type != MemoryType.DEFAULT:
         return mem_type
     lib = _lib.lib()
-    for gpu in (MemoryType.CUDA, MemoryType.ROCM):
+    for gpu in (MemoryType.CUDA, MemoryType.ROCM, MemoryType.ASCEND,
+                MemoryType.CNRT, MemoryType.MUSA):
         if lib.hmc_mem_device_count(int(gpu)) > device_id:
             return gpu
     return MemoryType.CPU

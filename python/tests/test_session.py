@@ -170,6 +170,26 @@ class IpKeyedTest(Base):
         self.assertEqual(cm.exception.errno, errno.ENOTCONN)
 
 
+class ShmTest(Base):
+    """ConnType.SHM: a peer on this host maps our buffer (a memfd without
+    hmc.ko); connecting succeeds only if the shm transport comes up."""
+
+    def test_put_and_get_over_shm(self):
+        port = free_port()
+        srv = self.new()
+        srv.init_server(LOOPBACK, port)
+        cli = self.new()
+        cli.connect(LOOPBACK, port, conn=hmc.ConnType.SHM)
+        self.hello(cli, srv)
+        payload = pattern(SIZE // 2 + 12345, 31)
+        self.assertEqual(cli.put(LOOPBACK, payload, conn=hmc.ConnType.SHM),
+                         len(payload))
+        out = bytearray(len(payload))
+        self.assertEqual(srv.get_into(LOOPBACK, out, conn=hmc.ConnType.SHM),
+                         len(payload))
+        self.assertBytes(out, payload)
+
+
 class RankKeyedTest(Base):
     """hmc-readme.md's init_server/connect/put_remote/ctrl_send."""
 

@@ -272,9 +272,9 @@ static void mode_kmod(void)
 
 	check_numa();
 
-	/* Root may mlock: the fallback of a process that skips the module. */
+	/* A memfd: the fallback of a process that skips the module. */
 	buf = create(HMC_BUF_F_NO_KMOD, 0, &ret);
-	tap(ret == 0 && hmc_buf_backing(buf) == HMC_BUF_BACKING_MLOCK,
+	tap(ret == 0 && hmc_buf_backing(buf) == HMC_BUF_BACKING_MEMFD,
 	    "HMC_BUF_F_NO_KMOD skips /dev/hmc (%s)",
 	    hmc_buf_backing_name(hmc_buf_backing(buf)));
 	hmc_buf_destroy(buf);
@@ -333,8 +333,7 @@ static void mode_noload(void)
 	    "HMC_REQUIRE_KMOD=1 without a loadable module: -ENODEV (%d)", ret);
 	unsetenv("HMC_REQUIRE_KMOD");
 	buf = create(0, 0, &ret);
-	tap(ret == 0 && (hmc_buf_backing(buf) == HMC_BUF_BACKING_MLOCK ||
-			 hmc_buf_backing(buf) == HMC_BUF_BACKING_ANON),
+	tap(ret == 0 && hmc_buf_backing(buf) == HMC_BUF_BACKING_MEMFD,
 	    "fallback without it (%d, %s)", ret,
 	    hmc_buf_backing_name(hmc_buf_backing(buf)));
 	if (buf)

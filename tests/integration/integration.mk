@@ -1,7 +1,9 @@
 # Integration tests: several processes (ranks) over loopback, threads on
 # one communicator, three network namespaces, and faults (killed peers,
 # wrong secrets, hostile control traffic). `make integration-test` runs
-# them all through tests/integration/run.sh; test_comm also runs in the
+# them all through tests/integration/run.sh (test_kills: a listener with
+# the defaults survives 120 dialers killed at random moments while it
+# serves a good client); test_comm also runs in the
 # guest with ConnBuffers backed by /dev/hmc (tests/vm/suites/60-comm-kmod.sh),
 # and with the shm transport (65-shm.sh); peer_events is the scripted run of
 # the guest's event test (66-peer-events.sh).
@@ -9,7 +11,8 @@
 ITEST_DIR	:= $(O)/tests/integration
 ITEST_PROGS	:= $(ITEST_DIR)/test_comm $(ITEST_DIR)/test_threads \
 		   $(ITEST_DIR)/test_faults $(ITEST_DIR)/peer_events \
-		   $(ITEST_DIR)/test_lifetime
+		   $(ITEST_DIR)/test_lifetime $(ITEST_DIR)/test_kills \
+		   $(ITEST_DIR)/test_tcp $(ITEST_DIR)/test_msg
 ITEST_OBJS	:= $(ITEST_DIR)/itest.o
 ITEST_CFLAGS	:= $(HMC_CPPFLAGS) -Ilib -Itests/unit $(HMC_CFLAGS) $(CFLAGS)
 VM_TEST_PROGS	+= $(ITEST_PROGS)

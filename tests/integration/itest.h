@@ -155,7 +155,7 @@ int comm_setup(int rank, size_t size, const char *ip,
  * The transport that ranks @a and @b use: HMC_TEST_TRANSPORT names one
  * (ucx, verbs, shm, auto) or a comma-separated list whose entry (a + b) % n
  * a pair takes, so that one process mixes them (default ucx); with auto,
- * HMC_TEST_AUTO_IS says what it must pick (shm or ucx). HMC_TEST_CHS sets
+ * HMC_TEST_AUTO_IS says what it must pick (shm, verbs or ucx). HMC_TEST_CHS sets
  * comm_setup()'s num_chs where the caller leaves it 0.
  */
 enum hmc_transport itest_transport(int a, int b);

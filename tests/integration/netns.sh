@@ -1,12 +1,18 @@
 #!/bin/bash
 # Multi-host on one machine: three network namespaces, one rank in each,
 # joined by veth pairs to a bridge in the first; test_comm runs all-to-all
-# put/get/put_signal over TCP control and UCX tcp between them, every byte
-# checked. Only the addresses of the veths made here are used, and the
-# namespaces (with their links) go away on exit, whatever happens.
-#   tests/integration/netns.sh PATH/TO/test_comm
+# put/get/put_signal over TCP control and UCX tcp between them (or the
+# transport HMC_TEST_TRANSPORT names), every byte checked.
+# Only the addresses of the veths made here are used, and the namespaces
+# (with their links) go away on exit, whatever happens.
+# With "shm", the ranks are what they are, processes of one host, each in
+# its own network namespace: they dial each other's veth address with the
+# defaults (AUTO, no HMC_CTRL_TRANSPORT), reach the listener's Unix socket
+# path across the namespaces, and must end up on shm.
+#   tests/integration/netns.sh PATH/TO/test_comm [shm]
 set -u
-prog=${1:?usage: netns.sh PATH/TO/test_comm}
+prog=${1:?usage: netns.sh PATH/TO/test_comm [shm]}
+mode=${2:-tcp}
 tag=hmcit$$
 ns=("$tag-0" "$tag-1" "$tag-2")
 ips=(10.77.0.1 10.77.0.2 10.77.0.3)
@@ -74,6 +80,12 @@ if ! setup; then
 fi
 echo "ok - multihost: 3 network namespaces joined by veth pairs (${ips[*]})"
 
+if [ "$mode" = shm ]; then
+	HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=shm \
+		"$prog" -n 3 -N multihost-shm \
+		--netns "$(IFS=,; echo "${ns[*]}")" --ips "$(IFS=,; echo "${ips[*]}")"
+	exit
+fi
 UCX_TLS=tcp,self UCX_NET_DEVICES=$dev HMC_CTRL_TRANSPORT=tcp \
 	"$prog" -n 3 -N multihost \
 	--netns "$(IFS=,; echo "${ns[*]}")" --ips "$(IFS=,; echo "${ips[*]}")"

@@ -14,6 +14,20 @@
  *            wrong rank, junk after a valid HELLO, and nothing at all (a
  *            silent dialer is dropped at the handshake deadline and holds up
  *            nobody): each is dropped, the server keeps working.
+ *  fdpass    the buffer's descriptor (shm) travels only after the
+ *            handshake: a raw dialer that fails the challenge, skips it, or
+ *            asks for shm before HELLO never receives the listener's, and
+ *            one that passes does; a fake listener that proves nothing
+ *            (WELCOME without CHALLENGE, a bad MAC) never receives the
+ *            dialer's, and one without a secret to a dialer without one
+ *            does. A Unix HELLO that is not meant for this listener
+ *            (no host part, another boot, another network namespace and
+ *            an address not ours) is refused with -ESRCH.
+ *  unixpath  the Unix control socket's path: a stale socket there (its
+ *            listener killed) is replaced, the path goes with the
+ *            listener; two listeners of one rank on one port, at
+ *            127.0.0.1 and 127.0.0.2 (the second without the path): a
+ *            dialer to either reaches that one, every byte checked.
  *  dup       a second process (and a second communicator) claiming a rank
  *            that is connected: -EEXIST; the first connection still works.
  *  tags      tags queued before a peer disconnected (BYE) or was killed
@@ -36,15 +50,21 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
 #include <hmc/hmc.h>
 
+#include "sys/host.h"
+#include "sys/util.h"
+#include "wire/auth.h"
 #include "wire/frame.h"
+#include "wire/sock.h"
 #include "itest.h"
 
 #define MIB		(1024 * 1024)
@@ -61,6 +81,7 @@ struct end {
 	struct hmc_comm *comm;
 	uint8_t *p;
 	uint16_t port;
+	enum hmc_transport transport;	/* what it dials with */
 };
 
 /* A communicator of @rank; listening (port 0) if @listen. 0 or -1. */
@@ -73,6 +94,10 @@ static int end_new(struct end *e, uint32_t rank, const char *secret,
 	int rc;
 
 	memset(e, 0, sizeof(*e));
+	/* shm's descriptor needs a Unix control connection: AUTO over TCP */
+	e->transport = itest_transport(0, 1);
+	if (e->transport == HMC_TRANSPORT_SHM && (flags & HMC_COMM_F_NO_UNIX))
+		e->transport = HMC_TRANSPORT_AUTO;
 	rc = hmc_buf_create(HMC_MEM_CPU, 0, BUF_SIZE, NULL, &e->buf);
 	if (!rc)
 		rc = hmc_comm_create(e->buf, &o, &e->comm);
@@ -134,7 +159,7 @@ static bool connect_and_exchange(struct end *c, uint32_t cr, struct end *s,
 				 uint64_t seed)
 {
 	int rc = hmc_comm_connect(c->comm, 0, "127.0.0.1", s->port,
-				  HMC_TRANSPORT_UCX);
+				  c->transport);
 
 	if (rc) {
 		diag("rank %u connecting: %s", cr, hmc_strerror(rc));
@@ -425,14 +450,14 @@ static void secret_case(void)
 
 		if (!end_new(&c, 1, "not the secret", f, 5000, false)) {
 			rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", s.port,
-					      HMC_TRANSPORT_UCX);
+					      c.transport);
 			tap(rc == -EACCES, "%s: wrong secret refused: %s", how,
 			    hmc_strerror(rc));
 			end_free(&c);
 		}
 		if (!end_new(&c, 2, NULL, f, 5000, false)) {
 			rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", s.port,
-					      HMC_TRANSPORT_UCX);
+					      c.transport);
 			tap(rc == -EACCES, "%s: no secret refused: %s", how,
 			    hmc_strerror(rc));
 			end_free(&c);
@@ -454,7 +479,7 @@ static void secret_case(void)
 	if (!end_new(&plain, 0, NULL, 0, 5000, true)) {
 		if (!end_new(&c, 3, SECRET, 0, 5000, false)) {
 			rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", plain.port,
-					      HMC_TRANSPORT_UCX);
+					      c.transport);
 			tap(rc == -EACCES,
 			    "a listener without the secret is refused by the dialer: %s",
 			    hmc_strerror(rc));
@@ -472,19 +497,16 @@ static int raw_connect(bool is_unix, uint16_t port)
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons(port) };
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	socklen_t len;
-	int fd, n;
+	int fd;
 
 	fd = socket(is_unix ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	if (is_unix) {
-		/* The control socket's abstract name (lib/wire/sock.c). */
-		n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1,
-			     "hmc.ctrl.%u", port);
-		len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-				  (size_t)n);
-		if (!connect(fd, (struct sockaddr *)&sun, len))
+		/* The listener's socket path (lib/wire/sock.c). */
+		if (!sock_unix_path(sun.sun_path, sizeof(sun.sun_path), port,
+				    false) &&
+		    !connect(fd, (struct sockaddr *)&sun, sizeof(sun)))
 			return fd;
 	} else {
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -551,14 +573,24 @@ static struct drop raw_wait_drop(int fd, int timeout_ms)
 
 static uint32_t probe_rank = 100;	/* fake ranks the probes bind */
 
-static size_t hello(uint8_t *p, uint32_t src, uint32_t dst, uint32_t flags)
+/* Over Unix (@ux), the HELLO says who we are and that we meant 127.0.0.1. */
+static size_t hello(uint8_t *p, bool ux, uint32_t src, uint32_t dst,
+		    uint32_t flags)
 {
 	struct frame_hello h = { .src_rank = src, .dst_rank = dst,
 				 .flags = flags };
+	size_t n;
 
 	memset(h.nonce, 0x5a, sizeof(h.nonce));
-	frame_encode_hdr(p, FRAME_HELLO, 0, FRAME_HELLO_LEN);
-	return FRAME_HDR_LEN + frame_encode_hello(p + FRAME_HDR_LEN, &h);
+	if (ux) {
+		h.flags |= FRAME_HELLO_F_HOST;
+		host_boot_id(h.boot_id);
+		h.netns = host_netns();
+		sock_addr_v6("127.0.0.1", h.addr);
+	}
+	n = frame_encode_hello(p + FRAME_HDR_LEN, &h);
+	frame_encode_hdr(p, FRAME_HELLO, 0, (uint32_t)n);
+	return FRAME_HDR_LEN + n;
 }
 
 /*
@@ -583,8 +615,8 @@ static void garbage(bool is_unix, uint16_t port, const char *what,
 		diag("%s: %s: send: %s", ctrl, what, strerror(errno));
 	}
 	if (close_after) {
-		uint8_t h[FRAME_HDR_LEN + FRAME_HELLO_LEN];
-		size_t n = hello(h, probe_rank, 0, 0);
+		uint8_t h[FRAME_HDR_LEN + FRAME_HELLO_LEN + FRAME_HELLO_HOST_LEN];
+		size_t n = hello(h, is_unix, probe_rank, 0, 0);
 
 		close(fd);
 		/* Nothing to see on that socket: the server must go on. */
@@ -624,10 +656,10 @@ static void garbage_case(void)
 	for (ways = 0; ways < 2; ways++) {
 		bool ux = ways == 0;
 
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		msg[0] ^= 0xff;
 		garbage(ux, s.port, "bad magic", msg, n, false, -EPROTO);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		msg[4] = FRAME_VERSION + 1;
 		garbage(ux, s.port, "bad version", msg, n, false, -EPROTO);
 		frame_encode_hdr(msg, FRAME_HELLO, 0, FRAME_MAX_PAYLOAD + 1);
@@ -636,34 +668,34 @@ static void garbage_case(void)
 		frame_encode_hdr(msg, FRAME_XPORT_REQ, 0, 0xffffffffu);
 		garbage(ux, s.port, "length 0xffffffff", msg, FRAME_HDR_LEN,
 			false, -EPROTO);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		msg[14] = 1;
 		garbage(ux, s.port, "reserved bits set", msg, n, false, -EPROTO);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		msg[5] = 0x7f;
 		garbage(ux, s.port, "unknown frame type", msg, n, false, -EPROTO);
 		frame_encode_hdr(msg, FRAME_TAG, 0, 8);
 		memset(msg + FRAME_HDR_LEN, 1, 8);
 		garbage(ux, s.port, "a TAG before HELLO", msg, FRAME_HDR_LEN + 8,
 			false, -EPROTO);
-		n = hello(msg, 7, 9, 0);
+		n = hello(msg, ux, 7, 9, 0);
 		garbage(ux, s.port, "HELLO for another rank", msg, n, false,
 			-ESRCH);
-		n = hello(msg, 0, 0, 0);
+		n = hello(msg, ux, 0, 0, 0);
 		garbage(ux, s.port, "HELLO claiming the server's own rank", msg,
 			n, false, -EINVAL);
-		n = hello(msg, 7, 0, FRAME_HELLO_F_AUTH);
+		n = hello(msg, ux, 7, 0, FRAME_HELLO_F_AUTH);
 		garbage(ux, s.port, "HELLO asking for auth the server lacks",
 			msg, n, false, -EACCES);
 		garbage(ux, s.port, "7 bytes of a header", msg, 7, true, 0);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		garbage(ux, s.port, "a HELLO cut short", msg, n - 20, true, 0);
 		garbage(ux, s.port, "64 bytes of junk", junk, sizeof(junk),
 			false, 0);
 
 		/* A valid HELLO gets a WELCOME; junk after it ends the peer. */
 		fd = raw_connect(ux, s.port);
-		n = hello(msg, 7, 0, 0);
+		n = hello(msg, ux, 7, 0, 0);
 		memcpy(msg + n, junk, sizeof(junk));
 		ok = fd >= 0 && raw_send(fd, msg, n + sizeof(junk));
 		d = raw_wait_drop(fd, 3000);
@@ -679,7 +711,7 @@ static void garbage_case(void)
 
 			do {	/* the server may still be tearing the fake down */
 				rc = hmc_comm_connect(c.comm, 0, "127.0.0.1",
-						      s.port, HMC_TRANSPORT_UCX);
+						      s.port, c.transport);
 			} while (rc == -EEXIST && itest_now_ms() < until &&
 				 (itest_sleep_ms(20), true));
 			tap(!rc && exchange(&c, &s, 0, 0x700 + (uint64_t)ways),
@@ -691,7 +723,7 @@ static void garbage_case(void)
 
 		/* A HELLO that trickles in byte by byte is still a HELLO. */
 		fd = raw_connect(ux, s.port);
-		n = hello(msg, 8, 0, 0);
+		n = hello(msg, ux, 8, 0, 0);
 		ok = fd >= 0;
 		for (i = 0; ok && i < (int)n; i++) {
 			ok = raw_send(fd, msg + i, 1);
@@ -715,7 +747,7 @@ static void garbage_case(void)
 	if (!end_new(&c, 5, NULL, HMC_COMM_F_NO_UNIX, 5000, false)) {
 		int64_t t1 = itest_now_ms();
 		int rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", s.port,
-					  HMC_TRANSPORT_UCX);
+					  c.transport);
 
 		t1 = itest_now_ms() - t1;
 		tap(!rc && t1 < HS_TIMEOUT_MS / 2 && exchange(&c, &s, 0, 0x51),
@@ -766,12 +798,12 @@ static void raw_auth_case(void)
 	for (ways = 0; ways < 2; ways++) {
 		const char *ctrl = ways ? "tcp" : "unix";
 
-		n = hello(msg, 11, 0, 0);
+		n = hello(msg, !ways, 11, 0, 0);
 		garbage(!ways, s.port, "HELLO without auth to a server with a secret",
 			msg, n, false, -EACCES);
 
 		fd = raw_connect(!ways, s.port);
-		n = hello(msg, 11, 0, FRAME_HELLO_F_AUTH);
+		n = hello(msg, !ways, 11, 0, FRAME_HELLO_F_AUTH);
 		if (fd < 0 || !raw_send(fd, msg, n)) {
 			tap(false, "%s: raw dialer: %s", ctrl, strerror(errno));
 			if (fd >= 0)
@@ -808,6 +840,414 @@ static void raw_auth_case(void)
 	end_free(&s);
 }
 
+/* ----------------------------------------------------------- fdpass case */
+
+/*
+ * Read one whole frame into @p (@cap bytes) within @timeout_ms, counting
+ * the descriptors that come with it in *@nfds (and closing them). 0, or -1
+ * at EOF, on error or at the deadline.
+ */
+static int raw_frame(int fd, uint8_t *p, size_t cap, struct frame_hdr *h,
+		     int *nfds, int timeout_ms)
+{
+	int64_t until = itest_now_ms() + timeout_ms;
+	size_t want = FRAME_HDR_LEN, have = 0;
+	bool hdr_done = false;
+
+	while (have < want) {
+		union {
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = { p + have, want - have };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = ctl.buf,
+				      .msg_controllen = sizeof(ctl.buf) };
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct cmsghdr *cm;
+		int64_t left = until - itest_now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) != 1)
+			return -1;
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+		if (n <= 0)
+			return -1;
+		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			int k, one;
+
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (k = 0; (size_t)k < (cm->cmsg_len - CMSG_LEN(0)) /
+						sizeof(int); k++) {
+				memcpy(&one, CMSG_DATA(cm) + k * sizeof(int),
+				       sizeof(int));
+				close(one);
+				(*nfds)++;
+			}
+		}
+		have += (size_t)n;
+		if (!hdr_done && have == FRAME_HDR_LEN) {
+			if (frame_decode_hdr(p, h) || FRAME_HDR_LEN + h->len > cap)
+				return -1;
+			hdr_done = true;
+			want += h->len;
+		}
+	}
+	return 0;
+}
+
+/* Every frame until EOF or @timeout_ms: the descriptors that came along. */
+static int raw_drain_fds(int fd, int timeout_ms)
+{
+	static uint8_t in[FRAME_HDR_LEN + FRAME_MAX_PAYLOAD];
+	struct frame_hdr h;
+	int nfds = 0;
+
+	while (!raw_frame(fd, in, sizeof(in), &h, &nfds, timeout_ms))
+		;
+	return nfds;
+}
+
+/* An XPORT_REQ (or ACK) for shm with our buffer's memfd. */
+static bool raw_send_xport(int fd, enum frame_type type, int memfd,
+			   uint64_t size)
+{
+	uint8_t msg[FRAME_HDR_LEN + FRAME_XPORT_HDR_LEN + 32];
+	uint8_t *blob = msg + FRAME_HDR_LEN + FRAME_XPORT_HDR_LEN;
+	struct frame_xport x = { .transport = HMC_TRANSPORT_SHM,
+				 .buf_size = size, .blob_len = 32 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { msg, sizeof(msg) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	/* The shm blob: magic "HMCS", 0, size, boot id (lib/xport/shm.c). */
+	put_be32(blob, 0x484d4353u);
+	put_be32(blob + 4, 0);
+	put_be64(blob + 8, size);
+	host_boot_id(blob + 16);
+	frame_encode_xport(msg + FRAME_HDR_LEN, &x);
+	frame_encode_hdr(msg, type, FRAME_F_FD, FRAME_XPORT_HDR_LEN + 32);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+	return sendmsg(fd, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(msg);
+}
+
+/*
+ * A raw dialer against a listener with SECRET: @mode 0 answers the
+ * CHALLENGE right, 1 wrong, 2 not at all; each then asks for shm with a
+ * descriptor. The descriptors the listener sent back, or -1.
+ */
+static int raw_dialer_fds(struct end *s, int mode, int memfd, uint32_t rank)
+{
+	uint8_t msg[FRAME_HDR_LEN + FRAME_MAX_PAYLOAD];
+	struct frame_challenge ch;
+	uint8_t mine[FRAME_NONCE_LEN];
+	struct frame_hdr h;
+	int fd, nfds = 0;
+	size_t n;
+
+	fd = raw_connect(true, s->port);
+	if (fd < 0)
+		return -1;
+	n = hello(msg, true, rank, 0, FRAME_HELLO_F_AUTH);
+	memset(mine, 0x5a, sizeof(mine));	/* hello()'s nonce */
+	if (!raw_send(fd, msg, n) ||
+	    raw_frame(fd, msg, sizeof(msg), &h, &nfds, 3000) ||
+	    h.type != FRAME_CHALLENGE ||
+	    frame_decode_challenge(msg + FRAME_HDR_LEN, h.len, &ch)) {
+		close(fd);
+		return -1;
+	}
+	if (mode < 2) {
+		frame_encode_hdr(msg, FRAME_AUTH, 0, FRAME_MAC_LEN);
+		auth_mac(SECRET, strlen(SECRET), AUTH_ROLE_DIALER, mine,
+			 ch.nonce, rank, 0, msg + FRAME_HDR_LEN);
+		if (mode == 1)
+			msg[FRAME_HDR_LEN] ^= 1;
+		raw_send(fd, msg, FRAME_HDR_LEN + FRAME_MAC_LEN);
+	}
+	raw_send_xport(fd, FRAME_XPORT_REQ, memfd, BUF_SIZE);
+	nfds += raw_drain_fds(fd, 1500);
+	close(fd);
+	return nfds;
+}
+
+struct fake {
+	int lfd;
+	int mode;		/* 0 WELCOME at once, 1 a bad CHALLENGE */
+	int nfds;		/* descriptors the dialer sent us */
+	bool helloed;
+};
+
+/* A listener that proves nothing, at the Unix path of a free port. */
+static void *fake_listener(void *arg)
+{
+	static uint8_t msg[FRAME_HDR_LEN + FRAME_MAX_PAYLOAD];
+	struct fake *f = arg;
+	struct pollfd pfd = { .fd = f->lfd, .events = POLLIN };
+	struct frame_hdr h;
+	int fd;
+
+	if (poll(&pfd, 1, 5000) != 1)
+		return NULL;
+	fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (!raw_frame(fd, msg, sizeof(msg), &h, &f->nfds, 3000) &&
+	    h.type == FRAME_HELLO) {
+		f->helloed = true;
+		if (f->mode == 0) {
+			frame_encode_hdr(msg, FRAME_WELCOME, 0, 0);
+			raw_send(fd, msg, FRAME_HDR_LEN);
+		} else {
+			frame_encode_hdr(msg, FRAME_CHALLENGE, 0,
+					 FRAME_CHALLENGE_LEN);
+			memset(msg + FRAME_HDR_LEN, 0x77, FRAME_CHALLENGE_LEN);
+			raw_send(fd, msg, FRAME_HDR_LEN + FRAME_CHALLENGE_LEN);
+		}
+	}
+	f->nfds += raw_drain_fds(fd, 1500);
+	close(fd);
+	return NULL;
+}
+
+/*
+ * Our dialer (@secret, AUTO) against a fake listener: its hmc_comm_connect()
+ * result, and in f->nfds the descriptors that reached the fake.
+ */
+static int fake_dial(struct fake *f, const char *secret)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	socklen_t sl = sizeof(sin);
+	pthread_t t;
+	struct end c;
+	int tfd, rc = -EIO;
+
+	/* A TCP port that is ours while the fake runs: nobody else's path. */
+	tfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (tfd < 0 || bind(tfd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    getsockname(tfd, (struct sockaddr *)&sin, &sl))
+		goto out_tcp;
+	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (f->lfd < 0 ||
+	    sock_unix_path(sun.sun_path, sizeof(sun.sun_path),
+			   ntohs(sin.sin_port), true) ||
+	    bind(f->lfd, (struct sockaddr *)&sun, sizeof(sun)) ||
+	    listen(f->lfd, 4))
+		goto out_unix;
+	if (pthread_create(&t, NULL, fake_listener, f))
+		goto out_path;
+	if (!end_new(&c, 1, secret, 0, 2000, false)) {
+		rc = hmc_comm_connect(c.comm, 0, "127.0.0.1",
+				      ntohs(sin.sin_port), HMC_TRANSPORT_AUTO);
+		end_free(&c);
+	}
+	pthread_join(t, NULL);
+out_path:
+	unlink(sun.sun_path);
+out_unix:
+	if (f->lfd >= 0)
+		close(f->lfd);
+out_tcp:
+	if (tfd >= 0)
+		close(tfd);
+	return rc;
+}
+
+/* Raw Unix HELLOs that are not meant for this listener. */
+static void host_check_case(struct end *s)
+{
+	uint8_t msg[FRAME_HDR_LEN + FRAME_HELLO_LEN + FRAME_HELLO_HOST_LEN];
+	struct frame_hello h = { .src_rank = 21, .dst_rank = 0 };
+	static const struct { const char *what; int how; } cases[] = {
+		{ "a HELLO without the host part", 0 },
+		{ "a HELLO from another boot", 1 },
+		{ "a HELLO from another network namespace for 127.0.0.1", 2 },
+		{ "a HELLO from another network namespace for 192.0.2.1", 3 },
+	};
+	unsigned int i;
+	size_t n;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		memset(h.nonce, 0x5a, sizeof(h.nonce));
+		h.flags = cases[i].how ? FRAME_HELLO_F_HOST : 0;
+		host_boot_id(h.boot_id);
+		h.netns = host_netns();
+		sock_addr_v6("127.0.0.1", h.addr);
+		if (cases[i].how == 1)
+			h.boot_id[3] ^= 0x10;
+		if (cases[i].how >= 2)
+			h.netns += 1;
+		if (cases[i].how == 3)
+			sock_addr_v6("192.0.2.1", h.addr);
+		n = frame_encode_hello(msg + FRAME_HDR_LEN, &h);
+		frame_encode_hdr(msg, FRAME_HELLO, 0, (uint32_t)n);
+		garbage(true, s->port, cases[i].what, msg, FRAME_HDR_LEN + n,
+			false, -ESRCH);
+	}
+}
+
+static void fdpass_case(void)
+{
+	static const char *const modes[] = {
+		"passes the challenge", "answers the challenge wrong",
+		"skips the challenge",
+	};
+	struct hmc_buf *mine;
+	struct fake f;
+	struct end s;
+	int memfd, n, m, rc;
+
+	itest_prefix("%s fdpass: ", name);
+	if (end_new(&s, 0, SECRET, 0, 3000, true))
+		return;
+	host_check_case(&s);
+	if (hmc_buf_create(HMC_MEM_CPU, 0, BUF_SIZE, NULL, &mine) ||
+	    hmc_buf_export_fd(mine, 0, 0, HMC_BUF_EXPORT_RDWR, &memfd)) {
+		tap(false, "a memfd buffer to offer");
+		end_free(&s);
+		return;
+	}
+	for (m = 2; m >= 0; m--) {
+		n = raw_dialer_fds(&s, m, memfd, 30 + (uint32_t)m);
+		tap(m ? n == 0 : n == 1,
+		    "a raw unix dialer that %s and asks for shm receives %d descriptor(s)",
+		    modes[m], n);
+	}
+	close(memfd);
+	hmc_buf_destroy(mine);
+	end_free(&s);
+
+	memset(&f, 0, sizeof(f));
+	rc = fake_dial(&f, SECRET);
+	tap(rc == -EACCES && f.helloed && f.nfds == 0,
+	    "a fake listener that WELCOMEs a dialer with a secret unchallenged: %s, %d descriptor(s) reached it",
+	    hmc_strerror(rc), f.nfds);
+	memset(&f, 0, sizeof(f));
+	f.mode = 1;
+	rc = fake_dial(&f, SECRET);
+	tap(rc == -EACCES && f.helloed && f.nfds == 0,
+	    "a fake listener with a bad CHALLENGE: %s, %d descriptor(s) reached it",
+	    hmc_strerror(rc), f.nfds);
+	/* Without secrets, the dialer's shm request does carry its buffer. */
+	memset(&f, 0, sizeof(f));
+	rc = fake_dial(&f, NULL);
+	tap(rc && f.helloed && f.nfds == 1,
+	    "a dialer without a secret passes its descriptor after WELCOME (%d; connect: %s)",
+	    f.nfds, hmc_strerror(rc));
+}
+
+/* --------------------------------------------------------- unixpath case */
+
+/* A communicator of @rank listening on @ip:@port. 0 or -1. */
+static int end_listen(struct end *e, uint32_t rank, const char *ip,
+		      uint16_t port)
+{
+	HMC_OPTS(hmc_comm_opts, o, .rank = rank, .op_timeout_ms = 10000);
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	rc = hmc_buf_create(HMC_MEM_CPU, 0, BUF_SIZE, NULL, &e->buf);
+	if (!rc)
+		rc = hmc_comm_create(e->buf, &o, &e->comm);
+	if (!rc)
+		rc = hmc_comm_listen(e->comm, ip, port);
+	if (rc) {
+		tap(false, "rank %u listening on %s:%u: %s", rank, ip, port,
+		    hmc_strerror(rc));
+		if (e->comm)
+			hmc_comm_destroy(e->comm);
+		if (e->buf)
+			hmc_buf_destroy(e->buf);
+		e->buf = NULL;
+		return -1;
+	}
+	e->p = hmc_buf_ptr(e->buf);
+	e->port = port;
+	return 0;
+}
+
+/* Connect rank @cr to @ip:@s->port (AUTO) and move data with @s. */
+static bool dial_exchange(struct end *c, uint32_t cr, const char *ip,
+			  struct end *s, uint64_t seed, const char *what)
+{
+	int rc;
+
+	if (end_new(c, cr, NULL, 0, 5000, false))
+		return false;
+	rc = hmc_comm_connect(c->comm, 0, ip, s->port, HMC_TRANSPORT_AUTO);
+	if (rc) {
+		tap(false, "%s: connect: %s", what, hmc_strerror(rc));
+		end_free(c);
+		return false;
+	}
+	return tap(hmc_comm_is_connected(s->comm, cr) && exchange(c, s, 0, seed),
+		   "%s: connected over %s, verified data with that listener",
+		   what, hmc_transport_name(hmc_comm_peer_transport(c->comm, 0)));
+}
+
+static void unixpath_case(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	socklen_t sl = sizeof(sin);
+	struct end a, b, c;
+	struct stat st;
+	uint16_t port;
+	int fd;
+
+	itest_prefix("%s unixpath: ", name);
+	/* A free port, and a socket at its path that nobody listens on. */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    getsockname(fd, (struct sockaddr *)&sin, &sl)) {
+		tap(false, "a free port: %s", strerror(errno));
+		return;
+	}
+	close(fd);
+	port = ntohs(sin.sin_port);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || sock_unix_path(sun.sun_path, sizeof(sun.sun_path), port,
+				     true) ||
+	    bind(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		tap(false, "a stale socket at the path: %s", strerror(errno));
+		return;
+	}
+	close(fd);		/* left behind, as by a killed listener */
+
+	if (end_listen(&a, 0, "127.0.0.1", port))
+		return;
+	tap(!stat(sun.sun_path, &st) && S_ISSOCK(st.st_mode),
+	    "a listener replaces the stale socket at %s", sun.sun_path);
+	if (dial_exchange(&c, 1, "127.0.0.1", &a, 0xa1, "to 127.0.0.1"))
+		end_free(&c);
+	/* The same rank and port at another address: not at the path. */
+	if (!end_listen(&b, 0, "127.0.0.2", port)) {
+		if (dial_exchange(&c, 2, "127.0.0.2", &b, 0xb2,
+				  "to 127.0.0.2, whose port's path is another listener's"))
+			end_free(&c);
+		tap(!hmc_comm_is_connected(a.comm, 2),
+		    "the listener at the path did not take the dialer meant for 127.0.0.2");
+		end_free(&b);
+	}
+	end_free(&a);
+	tap(stat(sun.sun_path, &st) && errno == ENOENT,
+	    "the path goes with its listener");
+}
+
 /* -------------------------------------------------------------- dup case */
 
 /* Another process claims rank 1, which is connected. */
@@ -819,7 +1259,7 @@ static void dup_helper(uint16_t port, int ready)
 	itest_prefix("%s dup (other process): ", name);
 	if (end_new(&c, 1, NULL, 0, 5000, false))
 		return;
-	rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", port, HMC_TRANSPORT_UCX);
+	rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", port, c.transport);
 	tap(rc == -EEXIST, "a second process claiming connected rank 1: %s",
 	    hmc_strerror(rc));
 	end_free(&c);
@@ -844,12 +1284,12 @@ static void dup_case(struct helper *h)
 	    "the other process was refused (exit status 0x%x)", st);
 	if (!end_new(&b, 1, NULL, HMC_COMM_F_NO_UNIX, 5000, false)) {
 		rc = hmc_comm_connect(b.comm, 0, "127.0.0.1", s.port,
-				      HMC_TRANSPORT_UCX);
+				      b.transport);
 		tap(rc == -EEXIST, "a second communicator claiming rank 1 over tcp: %s",
 		    hmc_strerror(rc));
 		end_free(&b);
 	}
-	rc = hmc_comm_connect(a.comm, 0, "127.0.0.1", s.port, HMC_TRANSPORT_UCX);
+	rc = hmc_comm_connect(a.comm, 0, "127.0.0.1", s.port, a.transport);
 	tap(rc == -EISCONN, "connecting again while connected: %s",
 	    hmc_strerror(rc));
 	tap(hmc_comm_is_connected(s.comm, 1) && exchange(&a, &s, 0, 0xd2),
@@ -959,7 +1399,7 @@ static void tags_case(struct helper *h)
 		return;
 	if (!end_new(&c, 1, NULL, 0, 5000, false)) {
 		rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", s.port,
-				      HMC_TRANSPORT_UCX);
+				      c.transport);
 		for (i = 0; !rc && i < 3; i++)
 			rc = hmc_comm_send_tag(c.comm, 0, queued[i]);
 		if (!rc)
@@ -1000,7 +1440,7 @@ static void barrier_helper(uint16_t port, int ready)
 		until = itest_now_ms() + 5000;
 		do {	/* the server may not have seen our last BYE yet */
 			rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", port,
-					      HMC_TRANSPORT_UCX);
+					      c.transport);
 		} while (rc == -EEXIST && itest_now_ms() < until &&
 			 (itest_sleep_ms(10), true));
 		if (!rc)
@@ -1081,6 +1521,8 @@ int main(int argc, char **argv)
 	secret_case();
 	garbage_case();
 	raw_auth_case();
+	fdpass_case();
+	unixpath_case();
 	dup_case(&dup_h);
 	tags_case(&tags_h);
 	barrier_case(&barrier_h);

@@ -52,6 +52,7 @@
 #include <hmc/hmc.h>
 
 #include "itest.h"
+#include "sys/host.h"
 #include "sys/util.h"
 #include "wire/auth.h"
 #include "wire/conn.h"
@@ -211,12 +212,18 @@ static int ab_dial(uint16_t port, bool is_unix, bool secret, bool reset,
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	struct frame_hdr h;
 	struct conn *cn;
-	char name[64];
+	char name[108];
 	int fd, rc, len, ret = -1;
 
 	if (is_unix) {
-		sock_unix_name(name, sizeof(name), port);
-		rc = sock_dial_unix(name, deadline, &fd);
+		/* The listener's path, and a HELLO that says it meant IP. */
+		rc = sock_unix_path(name, sizeof(name), port, false);
+		if (!rc)
+			rc = sock_dial_unix(name, false, deadline, &fd);
+		hello.flags |= FRAME_HELLO_F_HOST;
+		host_boot_id(hello.boot_id);
+		hello.netns = host_netns();
+		sock_addr_v6(IP, hello.addr);
 	} else {
 		rc = sock_dial_tcp(IP, port, deadline, &fd);
 	}

@@ -45,6 +45,7 @@ START_TEST(pin_anonymous_both_directions)
 }
 END_TEST
 
+/* As libhmc makes its memfd ConnBuffers: sealed, shared, mlocked, DONTFORK. */
 START_TEST(pin_memfd)
 {
 	size_t len = 32 * pg;
@@ -53,11 +54,15 @@ START_TEST(pin_memfd)
 	uint32_t h;
 	int mfd, fd = open_dev();
 
-	mfd = memfd_create("hmc-test", MFD_CLOEXEC);
+	mfd = memfd_create("hmc-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	ck_assert_int_ge(mfd, 0);
 	ck_assert_int_eq(ftruncate(mfd, len), 0);
+	ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+			       F_SEAL_SEAL), 0);
 	shared = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	ck_assert_ptr_ne(shared, MAP_FAILED);
+	ck_assert_int_eq(madvise(shared, len, MADV_DONTFORK), 0);
+	ck_assert_int_eq(mlock(shared, len), 0);
 	pattern_fill(shared, len, 21);
 	EXPECT_OK(hmc_pin(fd, shared, len, 0, &h));
 	off = offset_of(fd, h);

@@ -1,20 +1,26 @@
 // SPDX-License-Identifier: MIT
 /*
  * ConnBuffers (hmc_buf_*) on this host: option and range checks (overflow
- * included), data round trips against a memmove() model, the fallback
- * backings without /dev/hmc, HMC_REQUIRE_KMOD, and mlock refused by
- * RLIMIT_MEMLOCK.
+ * included), data round trips against a memmove() model, the memfd backing
+ * without /dev/hmc (sealed, exported whole, not inherited by a child), the
+ * anonymous fallback where memfd_create() is refused (seccomp),
+ * HMC_REQUIRE_KMOD, and mlock refused by RLIMIT_MEMLOCK.
  */
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/capability.h>
+#include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/mempolicy.h>
+#include <linux/seccomp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -83,9 +89,10 @@ static void no_module_loading(void)
 	ck_assert_int_eq(drop_cap(CAP_SYS_MODULE), 0);
 }
 
+/* What a CPU buffer is without the module, on a kernel with memfd_create(). */
 static bool fallback_backing(enum hmc_buf_backing b)
 {
-	return b == HMC_BUF_BACKING_MLOCK || b == HMC_BUF_BACKING_ANON;
+	return b == HMC_BUF_BACKING_MEMFD;
 }
 
 static struct hmc_buf *create_cpu(size_t size, uint32_t flags)
@@ -131,6 +138,7 @@ START_TEST(test_create_args)
 	ck_assert_str_eq(hmc_buf_backing_name(HMC_BUF_BACKING_ANON), "anon");
 	ck_assert_str_eq(hmc_buf_backing_name(HMC_BUF_BACKING_DEVICE),
 			 "device");
+	ck_assert_str_eq(hmc_buf_backing_name(HMC_BUF_BACKING_MEMFD), "memfd");
 	ck_assert_str_eq(hmc_buf_backing_name(0), "unknown");
 }
 END_TEST
@@ -336,21 +344,153 @@ START_TEST(test_require_kmod)
 }
 END_TEST
 
-/* Only buffers from /dev/hmc can be exported; arguments are checked first. */
+/*
+ * A memfd buffer exports the memfd itself, whole: read-write, a mapping of
+ * it is the buffer; read-only, a writable shared mapping is refused; its
+ * size cannot change. Arguments are checked first.
+ */
 START_TEST(test_export_without_module)
 {
+	const size_t size = 1 << 16;
 	struct hmc_buf *buf;
-	int fd = -1;
+	unsigned char *map;
+	int fd = -1, rofd = -1;
 
-	ck_assert_int_eq(hmc_buf_create(HMC_MEM_CPU, 0, 1 << 16, NULL, &buf), 0);
-	ck_assert_int_ne(hmc_buf_backing(buf), HMC_BUF_BACKING_KMOD);
-	ck_assert_int_eq(hmc_buf_export_fd(buf, 0, 0, 0, &fd), -EOPNOTSUPP);
+	no_module_loading();
+	unsetenv("HMC_REQUIRE_KMOD");
+	ck_assert_int_eq(hmc_buf_create(HMC_MEM_CPU, 0, size, NULL, &buf), 0);
+	ck_assert_int_eq(hmc_buf_backing(buf), HMC_BUF_BACKING_MEMFD);
 	ck_assert_int_eq(hmc_buf_export_fd(buf, 0, 0, 1U << 5, &fd), -EINVAL);
-	ck_assert_int_eq(hmc_buf_export_fd(buf, 1 << 16, 1, 0, &fd), -ERANGE);
+	ck_assert_int_eq(hmc_buf_export_fd(buf, size, 1, 0, &fd), -ERANGE);
 	ck_assert_int_eq(hmc_buf_export_fd(buf, 0, 0, 0, NULL), -EINVAL);
 	ck_assert_int_eq(hmc_buf_export_fd(NULL, 0, 0, 0, &fd), -EINVAL);
-	ck_assert_int_eq(fd, -1);
+	/* A part of a file has no descriptor of its own. */
+	ck_assert_int_eq(hmc_buf_export_fd(buf, 4096, 0, 0, &fd), -EOPNOTSUPP);
+	ck_assert_int_eq(hmc_buf_export_fd(buf, 0, 4096, 0, &fd), -EOPNOTSUPP);
+
+	ck_assert_int_eq(hmc_buf_export_fd(buf, 0, size, HMC_BUF_EXPORT_RDWR,
+					   &fd), 0);
+	ck_assert_int_eq(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	ck_assert_int_eq(fcntl(fd, F_GET_SEALS),
+			 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	ck_assert_int_eq(ftruncate(fd, 4096), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(ftruncate(fd, 2 * size), -1);
+	ck_assert_int_eq(errno, EPERM);
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	pattern_fill(map, size, 11);
+	ck_assert_int_eq(pattern_mismatch(hmc_buf_ptr(buf), size, 11), -1);
+	pattern_fill(hmc_buf_ptr(buf), size, 12);
+	ck_assert_int_eq(pattern_mismatch(map, size, 12), -1);
+
+	ck_assert_int_eq(hmc_buf_export_fd(buf, 0, 0, 0, &rofd), 0);
+	ck_assert_ptr_eq(mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			      rofd, 0), MAP_FAILED);
+	ck_assert_int_eq(errno, EACCES);
+
+	/* The memory outlives the buffer while a descriptor holds it. */
 	hmc_buf_destroy(buf);
+	ck_assert_int_eq(pattern_mismatch(map, size, 12), -1);
+	munmap(map, size);
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, rofd, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	ck_assert_int_eq(pattern_mismatch(map, size, 12), -1);
+	munmap(map, size);
+	close(fd);
+	close(rofd);
+
+	buf = (struct hmc_buf *)1;
+	ck_assert_int_eq(hmc_buf_create(HMC_MEM_CUDA, 0, 4096, NULL, &buf),
+			 -ENODEV);
+	ck_assert_ptr_null(buf);
+	ck_assert_int_eq(hmc_buf_create(HMC_MEM_ROCM, 0, 4096, NULL, &buf),
+			 -ENODEV);
+}
+END_TEST
+
+/* A forked child has no mapping of the buffer: it cannot write into ours. */
+START_TEST(test_memfd_not_inherited)
+{
+	struct hmc_buf *buf = create_cpu(8192, HMC_BUF_F_NO_KMOD);
+	unsigned char vec[2];
+	int status;
+	pid_t pid;
+
+	ck_assert_int_eq(hmc_buf_backing(buf), HMC_BUF_BACKING_MEMFD);
+	pattern_fill(hmc_buf_ptr(buf), 8192, 13);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		_exit(mincore(hmc_buf_ptr(buf), 8192, vec) == -1 &&
+		      errno == ENOMEM ? 0 : 1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the child still maps the buffer (status 0x%x)", status);
+	ck_assert_int_eq(pattern_mismatch(hmc_buf_ptr(buf), 8192, 13), -1);
+	hmc_buf_destroy(buf);
+}
+END_TEST
+
+/* memfd_create() fails with @err from now on in this process (seccomp). */
+static int refuse_memfd_create(int err)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_memfd_create, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t)err),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {
+		.len = sizeof(filter) / sizeof(filter[0]),
+		.filter = filter,
+	};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return -errno;
+	return 0;
+}
+
+/* The child of test_no_memfd: the number of the failed check, or 0. */
+static int no_memfd_child(void)
+{
+	struct hmc_buf *buf;
+	int fd;
+
+	if (drop_cap(CAP_SYS_MODULE) || refuse_memfd_create(ENOSYS))
+		return 1;
+	unsetenv("HMC_REQUIRE_KMOD");
+	if (hmc_buf_create(HMC_MEM_CPU, 0, 3 * 4096 + 5, NULL, &buf))
+		return 2;
+	if (hmc_buf_backing(buf) != HMC_BUF_BACKING_MLOCK &&
+	    hmc_buf_backing(buf) != HMC_BUF_BACKING_ANON)
+		return 3;
+	pattern_fill(hmc_buf_ptr(buf), 3 * 4096 + 5, 14);
+	if (pattern_mismatch(hmc_buf_ptr(buf), 3 * 4096 + 5, 14) != -1)
+		return 4;
+	/* Anonymous memory has no descriptor to hand out. */
+	if (hmc_buf_export_fd(buf, 0, 0, 0, &fd) != -EOPNOTSUPP)
+		return 5;
+	hmc_buf_destroy(buf);
+	return 0;
+}
+
+/* Only where /dev/hmc does not exist (see main()). */
+START_TEST(test_no_memfd)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		_exit(no_memfd_child());
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child failed check %d (status 0x%x)",
+		      WEXITSTATUS(status), status);
 }
 END_TEST
 
@@ -561,17 +701,18 @@ static int mlock_refused_child(void)
 	capture_log();
 	unsetenv("HMC_REQUIRE_KMOD");
 
-	/* Under the limit: locked. */
+	/* Under the limit: locked, so nothing to say. */
 	if (hmc_buf_create(HMC_MEM_CPU, 0, 4096, NULL, &buf))
 		return 2;
-	if (hmc_buf_backing(buf) != HMC_BUF_BACKING_MLOCK)
+	if (hmc_buf_backing(buf) != HMC_BUF_BACKING_MEMFD ||
+	    logged.count[HMC_LOG_WARN])
 		return 3;
 	hmc_buf_destroy(buf);
 
 	/* Over it: unlocked, said so, and still correct. */
 	if (hmc_buf_create(HMC_MEM_CPU, 0, size, NULL, &buf))
 		return 4;
-	if (hmc_buf_backing(buf) != HMC_BUF_BACKING_ANON)
+	if (hmc_buf_backing(buf) != HMC_BUF_BACKING_MEMFD)
 		return 5;
 	if (logged.count[HMC_LOG_WARN] != 1 ||
 	    !strstr(logged.last[HMC_LOG_WARN], "mlock"))
@@ -599,7 +740,8 @@ static int mlock_refused_child(void)
 	if (hmc_buf_create(HMC_MEM_CPU, 0, size,
 			   &(struct hmc_buf_opts){ .sz = sizeof(struct hmc_buf_opts),
 						   .flags = HMC_BUF_F_NO_KMOD },
-			   &buf) || hmc_buf_backing(buf) != HMC_BUF_BACKING_ANON)
+			   &buf) || hmc_buf_backing(buf) != HMC_BUF_BACKING_MEMFD ||
+	    logged.count[HMC_LOG_WARN] != 2)
 		return 10;
 	hmc_buf_destroy(buf);
 	free(data);
@@ -653,6 +795,7 @@ int main(void)
 	tcase_add_test(tc, test_flags);
 	tcase_add_test(tc, test_numa);
 	tcase_add_test(tc, test_no_kmod);
+	tcase_add_test(tc, test_memfd_not_inherited);
 	tcase_add_test(tc, test_range_helper);
 	tcase_add_test(tc, test_range_checks);
 	tcase_add_test(tc, test_round_trip);
@@ -667,6 +810,7 @@ int main(void)
 			printf("SKIP: mlock_refused: AddressSanitizer makes mlock() a no-op (the plain build runs it)\n");
 		else
 			tcase_add_test(tc, test_mlock_refused);
+		tcase_add_test(tc, test_no_memfd);
 	}
 	if (gpu_runtime_present())
 		printf("SKIP: a GPU runtime is present: its -ENODEV test does not apply (tests/gpu covers it)\n");

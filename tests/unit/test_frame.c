@@ -26,7 +26,9 @@ static void hdr(uint8_t *h, enum frame_type t, uint32_t len)
 START_TEST(test_header_round_trip)
 {
 	static const struct { enum frame_type t; uint32_t len; } ok[] = {
-		{ FRAME_HELLO, FRAME_HELLO_LEN }, { FRAME_CHALLENGE, FRAME_CHALLENGE_LEN },
+		{ FRAME_HELLO, FRAME_HELLO_LEN },
+		{ FRAME_HELLO, FRAME_HELLO_LEN + FRAME_HELLO_HOST_LEN },
+		{ FRAME_CHALLENGE, FRAME_CHALLENGE_LEN },
 		{ FRAME_AUTH, FRAME_MAC_LEN }, { FRAME_WELCOME, 0 }, { FRAME_REJECT, 4 },
 		{ FRAME_TAG, 8 }, { FRAME_SIGNAL, 8 }, { FRAME_BARRIER, 8 },
 		{ FRAME_XPORT_REQ, FRAME_XPORT_HDR_LEN },
@@ -122,8 +124,30 @@ START_TEST(test_payloads)
 	ck_assert_uint_eq(h2.flags, FRAME_HELLO_F_AUTH);
 	ck_assert_mem_eq(h2.nonce, hello.nonce, FRAME_NONCE_LEN);
 	ck_assert_int_eq(frame_decode_hello(p, FRAME_HELLO_LEN - 1, &h2), -EPROTO);
-	p[11] = 2;				/* unknown hello flag */
+	p[11] = 4;				/* unknown hello flag */
 	ck_assert_int_eq(frame_decode_hello(p, FRAME_HELLO_LEN, &h2), -EPROTO);
+	p[11] = FRAME_HELLO_F_HOST;		/* says a host part, has none */
+	ck_assert_int_eq(frame_decode_hello(p, FRAME_HELLO_LEN, &h2), -EPROTO);
+
+	/* With the host part: every field back, and only at its length. */
+	hello.flags = FRAME_HELLO_F_AUTH | FRAME_HELLO_F_HOST;
+	pattern_fill(hello.boot_id, sizeof(hello.boot_id), 4);
+	hello.netns = 0x0102030405060708ULL;
+	pattern_fill(hello.addr, sizeof(hello.addr), 5);
+	ck_assert_uint_eq(frame_encode_hello(p, &hello),
+			  FRAME_HELLO_LEN + FRAME_HELLO_HOST_LEN);
+	memset(&h2, 0, sizeof(h2));
+	ck_assert_int_eq(frame_decode_hello(p, FRAME_HELLO_LEN +
+					    FRAME_HELLO_HOST_LEN, &h2), 0);
+	ck_assert_uint_eq(h2.flags, hello.flags);
+	ck_assert_mem_eq(h2.nonce, hello.nonce, FRAME_NONCE_LEN);
+	ck_assert_mem_eq(h2.boot_id, hello.boot_id, sizeof(h2.boot_id));
+	ck_assert_uint_eq(h2.netns, hello.netns);
+	ck_assert_mem_eq(h2.addr, hello.addr, sizeof(h2.addr));
+	ck_assert_int_eq(frame_decode_hello(p, FRAME_HELLO_LEN, &h2), -EPROTO);
+	ck_assert_int_eq(frame_decode_hello(p, FRAME_HELLO_LEN +
+					    FRAME_HELLO_HOST_LEN - 1, &h2),
+			 -EPROTO);
 
 	pattern_fill(ch.nonce, sizeof(ch.nonce), 2);
 	pattern_fill(ch.mac, sizeof(ch.mac), 3);

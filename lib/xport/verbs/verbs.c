@@ -64,7 +64,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "core/peer.h"
@@ -129,7 +131,7 @@
 #define WRID_CH(id)		((uint32_t)((id) >> 32) & 0xff)
 #define WRID_SLOT(id)		((uint32_t)(id))
 
-#define OP_SIGNAL		(REQ_FLUSH + 1)	/* besides enum req_op */
+#define OP_SIGNAL		(REQ_MSG + 1)	/* besides enum req_op */
 
 struct vb_ctx {
 	struct hmc_comm *comm;
@@ -335,6 +337,41 @@ static int vb_init(struct hmc_comm *comm, void **ctx)
 err:
 	vb_fini(v);
 	return rc;
+}
+
+/*
+ * AUTO: whether our port reaches the peer behind the TCP control socket
+ * @fd. On RoCE, the GID we talk through must be the address that control
+ * connection leaves from: the port then sits on the interface that reaches
+ * the peer (an rxe on another interface, or loopback control, says
+ * nothing about it). InfiniBand has no such address: an active port is
+ * taken as reaching.
+ */
+static int vb_reaches(void *ctx, int fd)
+{
+	struct vb_ctx *v = ctx;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	uint8_t want[16] = { 0 };
+
+	if (!v->port.roce)
+		return 0;
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -errno;
+	if (ss.ss_family == AF_INET) {
+		want[10] = want[11] = 0xff;	/* the v4-mapped GID */
+		memcpy(want + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+	} else if (ss.ss_family == AF_INET6) {
+		memcpy(want, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+	} else {
+		return -ENETUNREACH;
+	}
+	if (memcmp(want, v->port.gid.raw, sizeof(want))) {
+		pr_debug("verbs: rank %u: %s's GID is not the control connection's address: not for AUTO",
+			 v->comm->rank, vb_dev_name(v));
+		return -ENETUNREACH;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------ requests */
@@ -1274,6 +1311,7 @@ static int vb_event_fd(void *ctx)
 const struct xport_ops xport_verbs_ops = {
 	.type = HMC_TRANSPORT_VERBS,
 	.init = vb_init,
+	.reaches = vb_reaches,
 	.fini = vb_fini,
 	.peer_create = vb_peer_create,
 	.peer_info = vb_peer_info,

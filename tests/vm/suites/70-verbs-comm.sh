@@ -3,7 +3,7 @@
 # the verbs transport on soft-RoCE: 1 and 4 queue pairs per peer, chunks of
 # the default 1 MiB and of an odd 100003 bytes (random transfers run up to
 # 3 MiB and are never a multiple of either), 2 and 4 ranks, ConnBuffers
-# from mlocked memory and from /dev/hmc (whose counters must return to
+# from a memfd (mlocked) and from /dev/hmc (whose counters must return to
 # zero), every byte checked; several threads posting on one communicator.
 SUITE=verbs-comm
 # shellcheck source=tests/vm/suites/70-verbs.lib
