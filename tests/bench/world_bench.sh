@@ -1,5 +1,6 @@
 #!/bin/bash
-# hmc_world against Open MPI on this host (make bench, via tests/world/world.mk):
+# hmc_world against Open MPI on this host (a section of make bench's
+# tests/bench/bench.sh; its programs come from tests/world/world.mk):
 #  - start-up: the wall time of `hmcrun -n N world_bench init` (launch, init,
 #    one barrier, finalize) against `mpirun -np N mpi_world init` (MPI_Init,
 #    MPI_Barrier, MPI_Finalize), N = 2, 4, 8, launchers alternating, the
@@ -8,11 +9,11 @@
 #    latency over 2000 calls, the median of REPS runs.
 # Prints `RATIO <name> <ours/theirs> <target>`; lower is better.
 set -eu
-O=${O:-build}
+B=${BENCH_BIN:-${O:-build}/tests/bench}
 REPS=${WORLD_BENCH_REPS:-5}
-RUN=$O/tools/hmcrun
-HB=$O/tests/bench/world_bench
-MB=$O/tests/bench/mpi_world
+RUN=${HMCRUN:-$B/../../tools/hmcrun}
+HB=$B/world_bench
+MB=$B/mpi_world
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
 export UCX_TLS=${UCX_TLS:-posix,cma,self}
 

@@ -71,7 +71,7 @@ start_etcd() {
 		>>"$work/etcd.log" 2>&1 &
 	etcd_pid=$!
 	disown "$etcd_pid"
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do	# slow to sync on a loaded host
 		ip netns exec "${ns[1]}" etcdctl --endpoints "${ips[0]}:$port" \
 			endpoint health >/dev/null 2>&1 && return 0
 		sleep 0.1

@@ -179,12 +179,19 @@ etcd_churn() {
 		--initial-advertise-peer-urls "http://127.0.0.1:$((p + 1))" \
 		--initial-cluster "churn=http://127.0.0.1:$((p + 1))" \
 		>"$work/etcd-churn.log" 2>&1 &
-	local epid=$!
-	for _ in $(seq 100); do
+	local epid=$! up=0
+	# etcd syncs its first writes to disk: slow on a loaded host.
+	for _ in $(seq 300); do
 		etcdctl --endpoints "127.0.0.1:$p" endpoint health \
-			>/dev/null 2>&1 && break
+			>/dev/null 2>&1 && { up=1; break; }
 		sleep 0.1
 	done
+	if [ $up = 0 ]; then
+		echo "not ok - etcd did not come up in 30 s:"
+		tail -n 5 "$work/etcd-churn.log"
+		kill "$epid"
+		return 1
+	fi
 	HMC_TEST_ETCD=etcd://127.0.0.1:$p timeout -k 5 60 "$T" churn
 	rc=$?
 	kill "$epid"

@@ -28,8 +28,8 @@ world-test: $(WORLD_TEST) $(TLS_COMM) $(HMCRUN)
 	@O=$(O) tests/world/run.sh
 
 # make bench: world start-up and a 64 B allgather against Open MPI
-# (tests/bench/world_bench.sh). Explicit rules: bench.mk's pattern rule
-# builds its programs without libhmc.
+# (tests/bench/world_bench.sh, a section of bench.sh). Explicit rules:
+# bench.mk's pattern rule builds its programs without libhmc.
 WORLD_BENCH	:= $(O)/tests/bench/world_bench
 MPI_WORLD	:= $(O)/tests/bench/mpi_world
 
