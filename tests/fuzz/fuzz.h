@@ -38,9 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /*
  * Whether the frames at the start of @data (as a connection would cut them)
  * hand a transport blob to UCX or verbs: a XPORT_REQ for either, or a
- * XPORT_ACK that accepts one. Their worker addresses and keys are parsed
- * by those libraries, which trust them; such inputs are left out, so that
- * the harnesses fuzz libhmc's state machines rather than UCX.
+ * XPORT_ACK that accepts one (the dialing harness asks for UCX). Their
+ * worker addresses and keys are parsed by those libraries, which trust
+ * them; such inputs are left out, so that the harnesses fuzz libhmc's
+ * state machines and its own transports' blobs (tcp, shm) rather than UCX.
  */
 static inline bool fuzz_reaches_transport(const uint8_t *data, size_t size)
 {
@@ -51,8 +52,9 @@ static inline bool fuzz_reaches_transport(const uint8_t *data, size_t size)
 	       size - FRAME_HDR_LEN >= h.len) {
 		if ((h.type == FRAME_XPORT_REQ || h.type == FRAME_XPORT_ACK) &&
 		    !frame_decode_xport(data + FRAME_HDR_LEN, h.len, &x) &&
-		    (h.type == FRAME_XPORT_REQ ? x.transport != HMC_TRANSPORT_SHM :
-		     x.status == 0))
+		    (h.type == FRAME_XPORT_REQ ?
+		     x.transport == HMC_TRANSPORT_UCX ||
+		     x.transport == HMC_TRANSPORT_VERBS : x.status == 0))
 			return true;
 		data += FRAME_HDR_LEN + h.len;
 		size -= FRAME_HDR_LEN + h.len;
