@@ -52,3 +52,16 @@ $(HMCSTAT): tools/hmcstat.c uapi/linux/hmc.h
 	@mkdir -p $(@D)
 	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $(HMCSTAT_CFLAGS) $< \
 		-o $@ $(HMCSTAT_LIBS)
+
+# hmcrun: the one-host launcher of hmc_world (it hosts the world store, an
+# internal part of libhmc, hence the static library).
+HMCRUN		:= $(O)/tools/hmcrun
+TOOLS_PROGS	+= $(HMCRUN)
+
+all: $(HMCRUN)
+install-tools: $(HMCRUN)
+
+$(HMCRUN): tools/hmcrun.c $(LIBHMC_A) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $< -o $@ $(LIBHMC_A) \
+		$(LIB_LIBS)

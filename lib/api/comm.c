@@ -13,7 +13,9 @@
 #include "ctrl/ctrl.h"
 #include "mem/buf.h"
 #include "mem/devhmc.h"
+#include "msg/msg.h"
 #include "sys/log.h"
+#include "wire/tls.h"
 #include "sys/opts.h"
 #include "xport/xport.h"
 
@@ -81,6 +83,16 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 	rc = load_secret(c, o.secret);
 	if (rc)
 		goto err;
+	rc = tls_ctx_from_env(o.tls_cert, o.tls_key, o.tls_ca, true,
+			      &c->tls_srv);
+	if (!rc)
+		rc = tls_ctx_from_env(o.tls_cert, o.tls_key, o.tls_ca, false,
+				      &c->tls_cli);
+	if (rc)
+		goto err;
+	/* TLS cannot carry descriptors: every control connection is TCP. */
+	if (c->tls_srv)
+		c->flags |= HMC_COMM_F_NO_UNIX;
 	if (o.ib_dev) {
 		c->ib_dev = strdup(o.ib_dev);
 		if (!c->ib_dev) {
@@ -91,9 +103,12 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 	req_table_init(&c->reqs);
 	/* Peer reports are for monitors: without hmc.ko there are none. */
 	c->report_fd = devhmc_open(HMC_FEAT_PEER_STATE, NULL, HMC_LOG_DEBUG);
-	rc = engine_init(&c->engine, &ctrl_engine_ops, c, &c->lock);
+	rc = msg_init(c, o.msg_slot_size, o.msg_region);
 	if (rc)
 		goto err_reqs;
+	rc = engine_init(&c->engine, &ctrl_engine_ops, c, &c->lock);
+	if (rc)
+		goto err_msg;
 	if (!(o.flags & HMC_COMM_F_NO_PROGRESS_THREAD)) {
 		rc = engine_start_thread(&c->engine);
 		if (rc)
@@ -104,11 +119,15 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 
 err_engine:
 	engine_fini(&c->engine);
+err_msg:
+	c->ext->fini(c);
 err_reqs:
 	if (c->report_fd >= 0)
 		close(c->report_fd);
 	req_table_fini(&c->reqs);
 err:
+	tls_ctx_destroy(c->tls_srv);
+	tls_ctx_destroy(c->tls_cli);
 	free(c->ib_dev);
 	free(c->secret);
 	pthread_mutex_destroy(&c->xport_lock);
@@ -138,6 +157,7 @@ void hmc_comm_destroy(struct hmc_comm *c)
 	}
 	engine_unlock(&c->engine);
 	engine_fini(&c->engine);
+	c->ext->fini(c);
 
 	comm_xports_fini(c);
 	if (c->report_fd >= 0)
@@ -147,6 +167,8 @@ void hmc_comm_destroy(struct hmc_comm *c)
 		explicit_bzero(c->secret, c->secret_len);
 		free(c->secret);
 	}
+	tls_ctx_destroy(c->tls_srv);
+	tls_ctx_destroy(c->tls_cli);
 	free(c->ib_dev);
 	pthread_mutex_destroy(&c->xport_lock);
 	pthread_mutex_destroy(&c->lock);

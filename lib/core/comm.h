@@ -33,7 +33,7 @@
 #include "sys/lock.h"
 #include "sys/util.h"
 
-#define XPORT_SLOTS	(HMC_TRANSPORT_SHM + 1)
+#define XPORT_SLOTS	(HMC_TRANSPORT_TCP + 1)
 
 /* A transport brought up in this communicator. */
 struct xport_slot {
@@ -59,6 +59,22 @@ struct comm_listener {
 #define PEER_HASH_SIZE	256
 
 struct peer;
+struct tls_ctx;
+
+/*
+ * A layer above the core that rides on the control plane and the progress
+ * engine (lib/msg): the core calls it through this table, so that no
+ * header of the core names it.
+ */
+struct comm_ext {
+	/* A FRAME_MSG from connected @p (engine.lock held): 0 or an error that fails @p. */
+	int (*frame)(struct hmc_comm *c, struct peer *p, const uint8_t *payload,
+		     uint32_t len);
+	/* Every progress round (engine.lock held): events handled. */
+	int (*progress)(struct hmc_comm *c);
+	/* hmc_comm_destroy(), once every peer is closed and the engine stopped. */
+	void (*fini)(struct hmc_comm *c);
+};
 
 struct hmc_comm {
 	struct hmc_buf *buf;
@@ -68,8 +84,10 @@ struct hmc_comm {
 	int op_timeout_ms;
 	uint8_t *secret;
 	size_t secret_len;
+	/* HMC_TLS_* or the options: every control connection is TLS 1.3. */
+	struct tls_ctx *tls_srv, *tls_cli;
 	int report_fd;			/* /dev/hmc for PEER_STATE, or -1 */
-	uint32_t num_chs;		/* verbs options */
+	uint32_t num_chs;		/* verbs and tcp options */
 	char *ib_dev;
 	uint8_t ib_port;
 
@@ -96,6 +114,9 @@ struct hmc_comm {
 
 	struct req_table reqs;
 	struct engine engine;
+
+	const struct comm_ext *ext;	/* set at creation, or NULL */
+	void *ext_ctx;
 };
 
 /* Wake everyone waiting on the communicator's state. */

@@ -181,7 +181,28 @@ static int dial(struct hmc_comm *c, uint32_t rank, const char *ip,
 				close(fd);
 				return -ENOMEM;
 			}
-			rc = dial_handshake(c, cn, rank, addr, deadline);
+			rc = 0;
+			if (c->tls_cli) {
+				rc = conn_start_tls(cn, c->tls_cli, false);
+				if (!rc)
+					rc = tls_stream_handshake_wait(cn->tls,
+								   deadline);
+			}
+			if (!rc)
+				rc = dial_handshake(c, cn, rank, addr, deadline);
+			/*
+			 * TLS 1.3 finishes the dialer's handshake before the
+			 * listener checks its certificate: a refusal shows as
+			 * the connection closing (the alert is often lost to
+			 * the reset) at the first frames.
+			 */
+			if (c->tls_cli && (rc == -ECONNRESET ||
+					   rc == -ECONNREFUSED || rc == -EPIPE)) {
+				pr_info("rank %u: rank %u closed the TLS control "
+					"connection: our certificate refused?",
+					c->rank, rank);
+				rc = -EACCES;
+			}
 			if (!rc) {
 				*out = cn;
 				return 0;

@@ -212,6 +212,22 @@ static int hs_event(struct engine_src *src)
 	ssize_t n;
 	int rc;
 
+	if (hs->cn->tls_hs) {
+		/*
+		 * Non-blocking: a dialer that stalls its handshake holds only
+		 * its own connection, until the handshake deadline drops it.
+		 */
+		rc = tls_stream_handshake(hs->cn->tls);
+		if (rc == -EAGAIN)
+			return 1;
+		if (rc) {
+			pr_warn("rank %u: TLS handshake of a control connection "
+				"refused: %s", c->rank, hmc_strerror(rc));
+			hs_drop(c, hs);
+			return 1;
+		}
+		hs->cn->tls_hs = false;
+	}
 	n = conn_fill(hs->cn);
 	if (n < 0 && n != -EAGAIN) {
 		hs_drop(c, hs);
@@ -243,6 +259,12 @@ static void hs_accept(struct hmc_comm *c, int fd, bool is_unix)
 		close(fd);
 		return;
 	}
+	if (c->tls_srv && conn_start_tls(hs->cn, c->tls_srv, true)) {
+		conn_free(hs->cn);
+		free(hs);
+		return;
+	}
+	hs->cn->tls_hs = hs->cn->tls != NULL;
 	hs->comm = c;
 	hs->state = HS_HELLO;
 	hs->deadline = deadline_after_ms(c->connect_timeout_ms);

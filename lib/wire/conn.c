@@ -27,11 +27,50 @@ void conn_free(struct conn *cn)
 		return;
 	while (cn->nr_rx_fds)
 		close(conn_take_fd(cn));
-	if (cn->fd >= 0)
+	if (cn->tls) {
+		tls_stream_close(cn->tls);	/* closes cn->fd */
+		free(cn->tls);
+	} else if (cn->fd >= 0) {
 		close(cn->fd);
+	}
 	free(cn->rx);
 	pthread_mutex_destroy(&cn->tx_lock);
 	free(cn);
+}
+
+int conn_start_tls(struct conn *cn, struct tls_ctx *ctx, bool server)
+{
+	struct stream *st = malloc(sizeof(*st));
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	rc = tls_stream_init(st, cn->fd, ctx, server);
+	if (rc) {
+		cn->fd = -1;	/* tls_stream_init() closed it */
+		free(st);
+		return rc;
+	}
+	cn->tls = st;
+	return 0;
+}
+
+/* A frame through TLS: one record for small frames (tags, handshakes). */
+static int conn_write_tls(struct conn *cn, const uint8_t *hdr,
+			  const void *payload, uint32_t len, int64_t deadline)
+{
+	uint8_t one[FRAME_HDR_LEN + 256];
+	int rc;
+
+	if (len <= sizeof(one) - FRAME_HDR_LEN) {
+		memcpy(one, hdr, FRAME_HDR_LEN);
+		if (len)	/* WELCOME, BYE: no payload, maybe NULL */
+			memcpy(one + FRAME_HDR_LEN, payload, len);
+		return tls_stream_write_full(cn->tls, one, FRAME_HDR_LEN + len,
+					 deadline);
+	}
+	rc = tls_stream_write_full(cn->tls, hdr, FRAME_HDR_LEN, deadline);
+	return rc ? rc : tls_stream_write_full(cn->tls, payload, len, deadline);
 }
 
 int conn_send_locked(struct conn *cn, enum frame_type type,
@@ -47,6 +86,8 @@ int conn_send_locked(struct conn *cn, enum frame_type type,
 	if (fd >= 0 && !cn->is_unix)
 		return -EOPNOTSUPP;
 	frame_encode_hdr(hdr, type, fd >= 0 ? FRAME_F_FD : 0, len);
+	if (cn->tls)
+		return conn_write_tls(cn, hdr, payload, len, deadline);
 	return sock_send_all(cn->fd, iov, len ? 2 : 1, fd, deadline);
 }
 
@@ -103,11 +144,39 @@ static int rx_reserve(struct conn *cn, uint32_t need)
 	return 0;
 }
 
+/*
+ * TLS input: OpenSSL reads one record at a time from the socket (no
+ * read-ahead), so what it has not decrypted is still in the socket and
+ * epoll reports it; only a record larger than our room stays inside.
+ */
+static ssize_t conn_fill_tls(struct conn *cn)
+{
+	ssize_t n, got = 0;
+	int rc;
+
+	do {
+		if (cn->rx_len == cn->rx_cap || cn->rx_off) {
+			rc = rx_reserve(cn, cn->rx_len - cn->rx_off + RX_MIN);
+			if (rc)
+				return rc;
+		}
+		n = tls_stream_read(cn->tls, cn->rx + cn->rx_len,
+				cn->rx_cap - cn->rx_len);
+		if (n <= 0)
+			return got ? got : n;
+		cn->rx_len += (uint32_t)n;
+		got += n;
+	} while (tls_stream_pending(cn->tls));
+	return got;
+}
+
 ssize_t conn_fill(struct conn *cn)
 {
 	ssize_t n;
 	int rc;
 
+	if (cn->tls)
+		return conn_fill_tls(cn);
 	if (cn->rx_len == cn->rx_cap || cn->rx_off) {
 		rc = rx_reserve(cn, cn->rx_len - cn->rx_off + RX_MIN);
 		if (rc)

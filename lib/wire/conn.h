@@ -18,10 +18,13 @@
 
 #include "wire/frame.h"
 #include "wire/sock.h"
+#include "wire/tls.h"
 
 struct conn {
 	int fd;
 	bool is_unix;
+	bool tls_hs;			/* listener: TLS handshake under way */
+	struct stream *tls;		/* TLS 1.3 over fd, or NULL */
 	pthread_mutex_t tx_lock;
 	uint8_t *rx;			/* buffered input: [rx_off, rx_len) */
 	uint32_t rx_off, rx_len, rx_cap;
@@ -32,6 +35,11 @@ struct conn {
 /* A connection over @fd, which it owns from now on. */
 struct conn *conn_new(int fd, bool is_unix);
 void conn_free(struct conn *cn);
+/*
+ * Run TLS over @cn from now (the handshake is the caller's): 0 or -errno,
+ * after which @cn's socket is closed (conn_free() still frees @cn).
+ */
+int conn_start_tls(struct conn *cn, struct tls_ctx *ctx, bool server);
 
 int conn_send(struct conn *cn, enum frame_type type, const void *payload,
 	      uint32_t len, int64_t deadline);
