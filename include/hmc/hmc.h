@@ -252,7 +252,6 @@ enum hmc_transport {
 	 * handshake has succeeded). CPU buffers only; needs Unix control.
 	 */
 	HMC_TRANSPORT_SHM,
-	/* same host: copies into the peer's mapped buffer */
 	/*
 	 * Plain TCP streams (num_chs of them per peer, large transfers
 	 * striped): one-sided, served by the target's progress engine; CPU

@@ -364,8 +364,10 @@ static int listen_unix(struct hmc_comm *c, uint16_t port)
 	rc = sock_unix_path(c->unix_path, sizeof(c->unix_path), port, true);
 	if (!rc)
 		rc = sock_listen_unix_path(c->unix_path, &fd, &c->unix_ino);
-	if (!rc)
+	if (!rc) {
+		sock_unix_sweep(c->unix_path);
 		return fd;
+	}
 	pr_info("rank %u: no unix control socket at %s (%s): this network namespace only",
 		c->rank, c->unix_path, hmc_strerror(rc));
 	c->unix_path[0] = '\0';

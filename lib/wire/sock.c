@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Control-plane sockets (see sock.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sys/log.h"
@@ -218,6 +220,59 @@ int sock_listen_unix_path(const char *path, int *fd, uint64_t *ino)
 	}
 	*ino = (uint64_t)st.st_ino;
 	return 0;
+}
+
+/* Whether a socket at @path refuses connections: nobody listens there. */
+static bool unix_path_dead(const char *path)
+{
+	struct sockaddr_un sun;
+	socklen_t len;
+	int s, rc;
+
+	if (unix_addr(&sun, path, false, &len))
+		return false;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return false;
+	rc = connect(s, (struct sockaddr *)&sun, len) ? errno : 0;
+	close(s);
+	return rc == ECONNREFUSED;
+}
+
+void sock_unix_sweep(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], *slash;
+	char other[sizeof(dir)];
+	time_t old = time(NULL) - SOCK_UNIX_STALE_S;
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "ctrl.", 5) ||
+		    snprintf(other, sizeof(other), "%s/%s", dir, e->d_name) >=
+		    (int)sizeof(other))
+			continue;
+		/*
+		 * Old enough that no listener is between its bind() and its
+		 * listen(), and refusing: its listener died without removing it.
+		 */
+		if (lstat(other, &st) || !S_ISSOCK(st.st_mode) ||
+		    st.st_uid != geteuid() || st.st_mtime > old ||
+		    !unix_path_dead(other))
+			continue;
+		pr_debug("removing %s, left behind by a listener that died", other);
+		unlink(other);
+	}
+	closedir(d);
 }
 
 void sock_unlink_unix_path(const char *path, uint64_t ino)

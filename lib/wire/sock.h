@@ -33,6 +33,16 @@ int sock_unix_path(char *buf, size_t len, uint16_t port, bool create);
 int sock_listen_unix_path(const char *path, int *fd, uint64_t *ino);
 void sock_unlink_unix_path(const char *path, uint64_t ino);
 
+/* A socket older than this that refuses connections is a dead listener's. */
+#define SOCK_UNIX_STALE_S	10
+
+/*
+ * Remove the sockets that listeners killed before they could remove their
+ * own left in @path's directory (those refusing connections and older
+ * than SOCK_UNIX_STALE_S).
+ */
+void sock_unix_sweep(const char *path);
+
 /* Accept one connection: the fd, -EAGAIN if none is waiting. */
 int sock_accept(int lfd);
 

@@ -20,7 +20,8 @@ for information.
 
     put_bw.py --hmcperf build/tools/hmcperf [--reps 7] [--transport shm]
 prints `RATIO py_vs_c_put_bw_1MiB <py/c> >=0.9`; with --transport shm, both
-run over the shm transport instead (no UCX_TLS) and the line is
+run over the shm transport instead (no UCX_TLS; both servers wait for the
+end tag without spinning, the puts needing no target) and the line is
 `RATIO py_vs_c_shm_put_bw_1MiB`.
 """
 
@@ -43,13 +44,18 @@ ITERS, WARMUP, WINDOW = 2000, 100, 32
 END_TAG = 1
 
 
-def serve():
+def serve(transport):
     """Rank 0: listen on a free port, print it, spin on progress until the
-    end tag comes (looking for it every 1000 rounds)."""
+    end tag comes (looking for it every 1000 rounds). Over shm the puts
+    need no target, so it waits for the tag instead, as hmcperf's server
+    does there: a spinning server would take a CPU from the client."""
     with hmc.create_session(buffer_size=SIZE, timeout=300,
                             progress_thread=False) as sess:
         sess.init_server(bind_ip="127.0.0.1", ctrl_tcp_port=0, self_id=0)
         print(sess.listen_port, flush=True)
+        if transport == "shm":
+            assert sess.ctrl_recv(peer=1, timeout=300) == END_TAG
+            return
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             for _ in range(1000):
@@ -88,7 +94,8 @@ CONN = {"ucx": hmc.ConnType.UCX, "shm": hmc.ConnType.SHM}
 
 def python_run(stage_each, transport):
     """Bandwidth (MB/s) of one Python client against a fresh server."""
-    server = subprocess.Popen([sys.executable, __file__, "--serve"],
+    server = subprocess.Popen([sys.executable, __file__, "--serve",
+                               "--transport", transport],
                               stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline())
@@ -129,7 +136,7 @@ def main():
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
-        return serve()
+        return serve(args.transport)
     if args.transport == "ucx":
         os.environ["UCX_TLS"] = "tcp,self"
         how, ratio = "UCX_TLS=tcp,self", "py_vs_c_put_bw_1MiB"

@@ -24,7 +24,8 @@
  *            (no host part, another boot, another network namespace and
  *            an address not ours) is refused with -ESRCH.
  *  unixpath  the Unix control socket's path: a stale socket there (its
- *            listener killed) is replaced, the path goes with the
+ *            listener killed) is replaced, a dead listener's socket of
+ *            another port removed once old, the path goes with the
  *            listener; two listeners of one rank on one port, at
  *            127.0.0.1 and 127.0.0.2 (the second without the path): a
  *            dialer to either reaches that one, every byte checked.
@@ -42,6 +43,7 @@
  *   test_faults [-N NAME] [-t SECONDS]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -55,6 +57,7 @@
 #include <sys/wait.h>
 #include <poll.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -1198,11 +1201,30 @@ static bool dial_exchange(struct end *c, uint32_t cr, const char *ip,
 		   what, hmc_transport_name(hmc_comm_peer_transport(c->comm, 0)));
 }
 
+/* A socket at @path that nobody listens on, last changed @age_s ago. */
+static int stale_socket(const char *path, int age_s)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timespec ts[2];
+	int fd;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)))
+		return -1;
+	close(fd);
+	clock_gettime(CLOCK_REALTIME, &ts[0]);
+	ts[0].tv_sec -= age_s;
+	ts[1] = ts[0];
+	return utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW);
+}
+
 static void unixpath_case(void)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char old_path[sizeof(sun.sun_path)], young_path[sizeof(sun.sun_path)];
 	socklen_t sl = sizeof(sin);
 	struct end a, b, c;
 	struct stat st;
@@ -1228,10 +1250,23 @@ static void unixpath_case(void)
 	}
 	close(fd);		/* left behind, as by a killed listener */
 
+	/* Other ports' sockets of listeners that died: old ones go. */
+	snprintf(old_path, sizeof(old_path), "%s.old-%d", sun.sun_path,
+		 (int)getpid());
+	snprintf(young_path, sizeof(young_path), "%s.young-%d", sun.sun_path,
+		 (int)getpid());
+	if (stale_socket(old_path, 60) || stale_socket(young_path, 0)) {
+		tap(false, "stale sockets beside it: %s", strerror(errno));
+		return;
+	}
+
 	if (end_listen(&a, 0, "127.0.0.1", port))
 		return;
 	tap(!stat(sun.sun_path, &st) && S_ISSOCK(st.st_mode),
 	    "a listener replaces the stale socket at %s", sun.sun_path);
+	tap(stat(old_path, &st) && errno == ENOENT && !stat(young_path, &st),
+	    "it removes a dead listener's socket older than 10 s, not a younger one");
+	unlink(young_path);
 	if (dial_exchange(&c, 1, "127.0.0.1", &a, 0xa1, "to 127.0.0.1"))
 		end_free(&c);
 	/* The same rank and port at another address: not at the path. */
