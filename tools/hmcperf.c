@@ -71,7 +71,7 @@ static void usage(FILE *f)
 "  -w ITERS       warm-up iterations (default: a tenth of -n)\n"
 "  -O COUNT       outstanding operations of *_bw tests (default %d)\n"
 "  -x TRANSPORT   auto (default: shm on one host, else verbs where an RDMA\n"
-"                 port reaches the peer, else ucx), ucx, verbs (device:\n"
+"                 port reaches the peer, else tcp), ucx, verbs (device:\n"
 "                 HMC_IB_DEV=dev[:port]), shm (same host) or tcp\n"
 "  --chs N        verbs: queue pairs, tcp: streams per peer; large transfers\n"
 "                 striped (1..%d)\n"

@@ -64,6 +64,7 @@ struct perf_params {
 	uint32_t window;
 	bool validate;
 	bool passive;		/* the target need not progress (RDMA, shm) */
+	/* the target need not progress (RDMA) */
 	/*
 	 * The target's progress engine is woken by the data (tcp): a windowed
 	 * test's target waits for the client's tags asleep, as a process

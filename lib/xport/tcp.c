@@ -1197,6 +1197,8 @@ static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
 
 	if (tp->err)
 		return tp->err;
+	if (kind == REQ_MSG)	/* lib/msg's, never posted */
+		return -EINVAL;
 	if (kind == REQ_FLUSH)
 		n = tp->nch;
 	else
@@ -1242,6 +1244,8 @@ static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
 		case REQ_FLUSH:
 			op->kind = OP_FLUSH;
 			hdr_encode(op->hdr, TCP_FLUSH, 0, 0, 0, 0);
+			break;
+		case REQ_MSG:	/* refused above */
 			break;
 		}
 		done += plen;

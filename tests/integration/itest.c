@@ -608,7 +608,7 @@ enum hmc_transport itest_transport(int a, int b)
 
 /*
  * The transport a pair must end up on: AUTO resolves to HMC_TEST_AUTO_IS
- * (shm, verbs, ucx; default ucx), the rest to themselves.
+ * (shm, verbs, tcp, ucx; default ucx), the rest to themselves.
  */
 static enum hmc_transport expected_transport(int a, int b)
 {
@@ -621,6 +621,8 @@ static enum hmc_transport expected_transport(int a, int b)
 		return HMC_TRANSPORT_SHM;
 	if (env && !strcmp(env, "verbs"))
 		return HMC_TRANSPORT_VERBS;
+	if (env && !strcmp(env, "tcp"))
+		return HMC_TRANSPORT_TCP;
 	return HMC_TRANSPORT_UCX;
 }
 
