@@ -56,6 +56,12 @@ struct peer {
 	bool reported;			/* hmc.ko was told it connected */
 	uint32_t addr_len;		/* its address, as reported */
 	uint8_t addr[HMC_PEER_ADDR_MAX];
+	/*
+	 * Over Unix control, the address the dialer dialed us at (IPv6,
+	 * v4-mapped; from its HELLO), for transports that open their own
+	 * connections; else all zero.
+	 */
+	uint8_t dialed[16];
 	struct list_node reqs;		/* ACTIVE requests (req_table.lock) */
 	struct list_node fail_node;	/* comm->failing */
 	struct peer *hnext;		/* hash chain */

@@ -84,6 +84,8 @@ static int hs_welcome(struct hmc_comm *c, struct hs *hs)
 		peer_unlink(c, old);	/* a failed incarnation is replaced */
 	p->state = PEER_XPORT;	/* not in the table yet */
 	p->conn = hs->cn;
+	if (hs->cn->is_unix)	/* hs_check_host() took it */
+		memcpy(p->dialed, hs->hello.addr, sizeof(p->dialed));
 	/* the transport has a deadline too */
 	p->deadline = hs->deadline;
 	list_add_tail(&c->pending, &p->pending_node);

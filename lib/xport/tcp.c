@@ -894,10 +894,33 @@ static int listen_data(struct tcp_ctx *t)
 
 /*
  * The address the dialer reaches our data listener at: the listener's own
- * if it is bound to one; else the one the control connection came to, or
- * loopback when that is a Unix socket (the dialer shares our network
- * namespace then: abstract Unix names are per namespace).
+ * if it is bound to one; else the one the control connection came to: over
+ * TCP its local address, over a Unix socket the address the dialer dialed
+ * (which may be in another network namespace of this host), loopback if
+ * it did not say.
  */
+/* The address the Unix dialer dialed into @ss: false if it named none. */
+static bool dialed_addr(const struct peer *p, struct sockaddr_storage *ss)
+{
+	static const uint8_t zero[16];
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct in6_addr a;
+
+	if (!memcmp(p->dialed, zero, sizeof(zero)))
+		return false;
+	memcpy(&a, p->dialed, sizeof(a));
+	memset(ss, 0, sizeof(*ss));
+	if (IN6_IS_ADDR_V4MAPPED(&a)) {
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, &a.s6_addr[12], 4);
+	} else {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = a;
+	}
+	return true;
+}
+
 static int data_addr(struct tcp_ctx *t, struct tcp_peer *tp, uint8_t *family,
 		     uint8_t *addr)
 {
@@ -920,6 +943,8 @@ static int data_addr(struct tcp_ctx *t, struct tcp_peer *tp, uint8_t *family,
 		if (cn && !cn->is_unix) {
 			if (getsockname(cn->fd, (struct sockaddr *)&ss, &sl))
 				return -errno;
+		} else if (dialed_addr(tp->peer, &ss)) {
+			/* ss holds it */
 		} else if (fam == AF_INET6) {
 			s6->sin6_family = AF_INET6;
 			s6->sin6_addr = in6addr_loopback;

@@ -8,10 +8,12 @@
 # With "shm", the ranks are what they are, processes of one host, each in
 # its own network namespace: they dial each other's veth address with the
 # defaults (AUTO, no HMC_CTRL_TRANSPORT), reach the listener's Unix socket
-# path across the namespaces, and must end up on shm.
-#   tests/integration/netns.sh PATH/TO/test_comm [shm]
+# path across the namespaces, and must end up on shm. With "tcp-unix",
+# the same control but the tcp transport: its data connections must go to
+# the address each dialer dialed, in another namespace.
+#   tests/integration/netns.sh PATH/TO/test_comm [shm | tcp-unix]
 set -u
-prog=${1:?usage: netns.sh PATH/TO/test_comm [shm]}
+prog=${1:?usage: netns.sh PATH/TO/test_comm [shm | tcp-unix]}
 mode=${2:-tcp}
 tag=hmcit$$
 ns=("$tag-0" "$tag-1" "$tag-2")
@@ -83,6 +85,11 @@ echo "ok - multihost: 3 network namespaces joined by veth pairs (${ips[*]})"
 if [ "$mode" = shm ]; then
 	HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=shm \
 		"$prog" -n 3 -N multihost-shm \
+		--netns "$(IFS=,; echo "${ns[*]}")" --ips "$(IFS=,; echo "${ips[*]}")"
+	exit
+fi
+if [ "$mode" = tcp-unix ]; then
+	HMC_TEST_TRANSPORT=tcp "$prog" -n 3 -N multihost-tcp-unix \
 		--netns "$(IFS=,; echo "${ns[*]}")" --ips "$(IFS=,; echo "${ips[*]}")"
 	exit
 fi

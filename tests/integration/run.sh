@@ -158,6 +158,9 @@ case_run xtcp-liars 90 -- "$bin/test_tcp" -N xtcp-liars
 if [ -x "$here/netns.sh" ]; then
 	case_run multihost-xtcp 150 "${xtcp[@]}" -- "$here/netns.sh" \
 		"$bin/test_comm"
+	# control over the Unix path across the namespaces, data over tcp
+	case_run multihost-xtcp-unix 150 -- "$here/netns.sh" \
+		"$bin/test_comm" tcp-unix
 fi
 
 echo "== integration summary"
