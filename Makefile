@@ -7,7 +7,8 @@
 #   make check        build, run the host's unit and integration suites and
 #                     the layout and export checks: no installs, no DKMS, no
 #                     guest (the fast inner loop; prints each tier's time)
-#   make bench        install dependencies, build, print the RATIO lines
+#   make bench        install dependencies, build, print the RATIO lines (host)
+#   make bench-vm     the guest benchmarks (soft-RoCE verbs, /dev/hmc), ~30 min
 #   make fuzz         install dependencies, run each fuzzer FUZZ_SECONDS (300)
 #   make vm-test      the kernel tests in the QEMU guest
 #   make dkms-install register, build and install hmc.ko with DKMS for KVER
@@ -34,7 +35,7 @@ HMC_CFLAGS	:= -std=gnu11 $(WARNINGS)
 CHECK_CFLAGS	:= $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS	:= $(shell pkg-config --libs check 2>/dev/null)
 
-.PHONY: all deps kmod kmod-clean run test bench vm-test dkms-install \
+.PHONY: all deps kmod kmod-clean run test bench bench-vm vm-test dkms-install \
 	dkms-uninstall install clean _run _test _bench
 .DEFAULT_GOAL := all
 
@@ -49,6 +50,8 @@ test: deps
 	@$(MAKE) --no-print-directory _test
 bench: deps
 	@$(MAKE) --no-print-directory _bench
+bench-vm: deps
+	@$(MAKE) --no-print-directory vm-bench
 
 kmod:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules

@@ -71,9 +71,10 @@ static void usage(FILE *f)
 "  -w ITERS       warm-up iterations (default: a tenth of -n)\n"
 "  -O COUNT       outstanding operations of *_bw tests (default %d)\n"
 "  -x TRANSPORT   auto (default: shm on one host, else verbs where an RDMA\n"
-"                 port reaches the peer, else ucx), ucx, verbs (device:\n"
-"                 HMC_IB_DEV=dev[:port]) or shm (same host)\n"
-"  --chs N        verbs: queue pairs per peer, large transfers striped (1..%d)\n"
+"                 port reaches the peer, else tcp), ucx, verbs (device:\n"
+"                 HMC_IB_DEV=dev[:port]), shm (same host) or tcp\n"
+"  --chs N        verbs: queue pairs, tcp: streams per peer; large transfers\n"
+"                 striped (1..%d)\n"
 "  -S SECRET      shared secret (default: HMC_SECRET; --loopback: random)\n"
 "  -v, --validate non-uniform payloads, every byte checked by the receiver\n"
 "  -j, --json     one JSON object per result line\n"
@@ -230,6 +231,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				o->transport = HMC_TRANSPORT_VERBS;
 			} else if (!strcmp(optarg, "shm")) {
 				o->transport = HMC_TRANSPORT_SHM;
+			} else if (!strcmp(optarg, "tcp")) {
+				o->transport = HMC_TRANSPORT_TCP;
 			} else if (!strcmp(optarg, "auto")) {
 				o->transport = HMC_TRANSPORT_AUTO;
 			} else {
@@ -323,6 +326,7 @@ static void params_for(const struct opts *o, enum perf_test t, size_t size,
 	/* RDMA and shm need no target: it waits on the control socket. */
 	p->passive = o->transport == HMC_TRANSPORT_VERBS ||
 		     o->transport == HMC_TRANSPORT_SHM;
+	p->target_sleeps = o->transport == HMC_TRANSPORT_TCP;
 }
 
 /* Bytes each area of the buffer needs for every test and size asked for. */
@@ -419,6 +423,7 @@ static int serve_test(struct session *s, uint64_t arg)
 		return rc;
 	p.validate = prm >> 48 & 1;
 	p.passive = prm >> 49 & 1;
+	p.target_sleeps = prm >> 50 & 1;
 	p.window = prm >> 32 & 0xffff;
 	p.iters = prm & 0xffffffff;
 	if (p.test >= PERF_TEST_MAX || !p.size || !p.window ||
@@ -594,6 +599,7 @@ static int client_test(struct session *s, const struct perf_params *p,
 	rc = perf_send(pf, TAG_CMD_TEST, (uint64_t)p->test << 48 | p->size);
 	if (!rc)
 		rc = perf_send(pf, TAG_CMD_PARAMS,
+			       (uint64_t)p->target_sleeps << 50 |
 			       (uint64_t)p->passive << 49 |
 			       (uint64_t)p->validate << 48 |
 			       (uint64_t)p->window << 32 | count);

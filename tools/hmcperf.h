@@ -40,7 +40,7 @@ enum perf_test {
 enum tag_kind {
 	TAG_CMD_HELLO = 1,	/* client: the session starts */
 	TAG_CMD_TEST,	/* test (8 bits) << 48 | size (48 bits) */
-	TAG_CMD_PARAMS,		/* passive << 49 | validate << 48 | window (16) << 32 | count (32) */
+	TAG_CMD_PARAMS,		/* target_sleeps << 50 | passive << 49 | validate << 48 | window (16) << 32 | count (32) */
 	TAG_CMD_END,		/* the session is over */
 	TAG_READY,		/* server: prepared; arg: its buffer backing */
 	TAG_DONE,		/* server: test over; arg: bytes it verified */
@@ -64,6 +64,13 @@ struct perf_params {
 	uint32_t window;
 	bool validate;
 	bool passive;		/* the target need not progress (RDMA, shm) */
+	/* the target need not progress (RDMA) */
+	/*
+	 * The target's progress engine is woken by the data (tcp): a windowed
+	 * test's target waits for the client's tags asleep, as a process
+	 * blocked in recv() does, and leaves the CPU to the network stack.
+	 */
+	bool target_sleeps;
 };
 
 struct perf_result {

@@ -731,7 +731,9 @@ static int serve_batch(struct perf *pf, const struct perf_params *p,
  * The client's next tag on the passive side of a windowed test: spinning
  * on progress, as ucx_perftest's responder does. Over RDMA (p->passive)
  * the target's CPU takes no part, so it waits asleep, as perftest's server
- * does, and leaves the CPU to the client and the NIC.
+ * does, and leaves the CPU to the client and the NIC; over tcp
+ * (p->target_sleeps) the engine wakes for the data, as a reader blocked
+ * in recv() does.
  */
 static int next_tag(struct perf *pf, const struct perf_params *p,
 		    uint64_t *tag)
@@ -739,7 +741,7 @@ static int next_tag(struct perf *pf, const struct perf_params *p,
 	unsigned int spins = 0;
 	int rc;
 
-	if (p->passive)
+	if (p->passive || p->target_sleeps)
 		return hmc_comm_recv_tag(pf->comm, pf->peer, tag,
 					 perf_left_ms(pf));
 	for (;;) {

@@ -225,7 +225,8 @@ enum hmc_transport {
 	 *    up and its address (RoCE GID) is the one the control connection
 	 *    leaves from (InfiniBand: an active port), and the peer's port is
 	 *    up too;
-	 *  - else ucx.
+	 *  - else tcp (CPU buffers);
+	 *  - else ucx (device memory that tcp cannot carry).
 	 * hmc_comm_peer_transport() says which one a peer got.
 	 */
 	HMC_TRANSPORT_AUTO,
@@ -246,9 +247,16 @@ enum hmc_transport {
 	 * handshake has succeeded). CPU buffers only; needs Unix control.
 	 */
 	HMC_TRANSPORT_SHM,
+	/* same host: copies into the peer's mapped buffer */
+	/*
+	 * Plain TCP streams (num_chs of them per peer, large transfers
+	 * striped): one-sided, served by the target's progress engine; CPU
+	 * ConnBuffers.
+	 */
+	HMC_TRANSPORT_TCP,
 };
 
-/* "auto", "ucx", "verbs", "shm". */
+/* "auto", "ucx", "verbs", "shm", "tcp". */
 const char *hmc_transport_name(enum hmc_transport transport);
 
 #define HMC_COMM_F_NO_PROGRESS_THREAD	(1U << 0) /* caller drives progress */
@@ -269,6 +277,7 @@ struct hmc_comm_opts {
 	/*
 	 * Verbs: RC queue pairs per peer (default 1, at most
 	 * HMC_VERBS_MAX_CHANNELS); large transfers are striped across them.
+	 * TCP: streams per peer, the larger of both sides' num_chs.
 	 */
 	uint32_t num_chs;
 	uint32_t reserved0;		/* must be 0 */

@@ -30,10 +30,23 @@ int comm_send_frame(struct hmc_comm *c, uint32_t rank, enum frame_type type,
 
 int hmc_comm_send_tag(struct hmc_comm *c, uint32_t peer, uint64_t tag)
 {
+	int64_t deadline;
+	struct peer *p;
+	bool in_band;
+	int rc;
+
 	if (!c)
 		return -EINVAL;
-	return comm_send_frame(c, peer, FRAME_TAG, tag,
-			  deadline_after_ms(c->op_timeout_ms));
+	deadline = deadline_after_ms(c->op_timeout_ms);
+	rc = peer_connected(c, peer, &p);
+	if (rc)
+		return rc;
+	in_band = p->xops->tags_in_band;
+	peer_put(p);
+	if (in_band)	/* in line with put_signal's tags */
+		return comm_post_wait(c, peer, REQ_PUT, 0, 0, 0, &tag,
+				      deadline);
+	return comm_send_frame(c, peer, FRAME_TAG, tag, deadline);
 }
 
 struct tag_wait {

@@ -33,7 +33,7 @@
 #include "sys/lock.h"
 #include "sys/util.h"
 
-#define XPORT_SLOTS	(HMC_TRANSPORT_SHM + 1)
+#define XPORT_SLOTS	(HMC_TRANSPORT_TCP + 1)
 
 /* A transport brought up in this communicator. */
 struct xport_slot {
@@ -87,7 +87,7 @@ struct hmc_comm {
 	/* HMC_TLS_* or the options: every control connection is TLS 1.3. */
 	struct tls_ctx *tls_srv, *tls_cli;
 	int report_fd;			/* /dev/hmc for PEER_STATE, or -1 */
-	uint32_t num_chs;		/* verbs options */
+	uint32_t num_chs;		/* verbs and tcp options */
 	char *ib_dev;
 	uint8_t ib_port;
 

@@ -27,6 +27,9 @@
  *    travels on the data path behind the data; the receiving transport
  *    hands the tag to comm_deliver_tag() once the data is visible. Without
  *    it the core puts, flushes and sends the tag over the control plane;
+ *  - tags_in_band: hmc_comm_send_tag() sends its tag as a put_signal of
+ *    0 bytes, for a transport whose data path could overtake the control
+ *    plane: the peer then receives every tag in the order they were sent;
  *  - progress() and arm() never block; errors of a peer found while
  *    progressing are reported with comm_peer_error(), never by tearing the
  *    peer down from inside the transport;
@@ -73,6 +76,7 @@ struct xport_ops {
 	int (*put_signal)(void *ctx, void *xpeer, struct req *r,
 			  uint64_t local_off, uint64_t remote_off, uint64_t len,
 			  uint64_t tag);
+	bool tags_in_band;
 
 	/* Events handled (>= 0) or a negative errno. */
 	int (*progress)(void *ctx);

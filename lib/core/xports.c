@@ -16,6 +16,8 @@ const char *hmc_transport_name(enum hmc_transport transport)
 		return "verbs";
 	case HMC_TRANSPORT_SHM:
 		return "shm";
+	case HMC_TRANSPORT_TCP:
+		return "tcp";
 	}
 	return "unknown";
 }

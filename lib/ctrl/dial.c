@@ -185,7 +185,7 @@ static int dial(struct hmc_comm *c, uint32_t rank, const char *ip,
 			if (c->tls_cli) {
 				rc = conn_start_tls(cn, c->tls_cli, false);
 				if (!rc)
-					rc = stream_handshake_wait(cn->tls,
+					rc = tls_stream_handshake_wait(cn->tls,
 								   deadline);
 			}
 			if (!rc)

@@ -217,7 +217,7 @@ static int hs_event(struct engine_src *src)
 		 * Non-blocking: a dialer that stalls its handshake holds only
 		 * its own connection, until the handshake deadline drops it.
 		 */
-		rc = stream_handshake(hs->cn->tls);
+		rc = tls_stream_handshake(hs->cn->tls);
 		if (rc == -EAGAIN)
 			return 1;
 		if (rc) {

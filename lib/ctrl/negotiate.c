@@ -188,13 +188,6 @@ out:
 }
 
 /*
- * What HMC_TRANSPORT_AUTO settles on when nothing better is there. UCX
- * until the native TCP transport lands; then HMC_TRANSPORT_TCP here is the
- * whole change.
- */
-#define AUTO_FALLBACK	HMC_TRANSPORT_UCX
-
-/*
  * Whether AUTO should ask the peer for @t: shm over a Unix control
  * connection only (the descriptor travels over it, and the dialer made
  * sure it leads to the listener meant, on this boot); verbs over TCP only,
@@ -227,15 +220,18 @@ static bool auto_candidate(struct hmc_comm *c, struct conn *cn,
 /*
  * HMC_TRANSPORT_AUTO: shm for a peer on this host whose buffer can be
  * shared, verbs where both ends have an RDMA port that reaches the other,
- * else AUTO_FALLBACK. A transport the peer cannot bring up is answered
- * with an error, and the next one is asked for.
+ * else TCP; UCX only for what TCP cannot carry (device memory), since its
+ * emulated RMA over TCP is slow and aborts the process when the peer dies
+ * mid-transfer. A transport the peer cannot bring up is answered with an
+ * error, and the next one is asked for.
  */
 int ctrl_xport_dial(struct hmc_comm *c, struct peer *p, struct conn *cn,
 		    enum hmc_transport transport, int64_t deadline,
 		    struct xport_slot **slotp, void **xpeerp)
 {
 	static const enum hmc_transport order[] = {
-		HMC_TRANSPORT_SHM, HMC_TRANSPORT_VERBS, AUTO_FALLBACK,
+		HMC_TRANSPORT_SHM, HMC_TRANSPORT_VERBS, HMC_TRANSPORT_TCP,
+		HMC_TRANSPORT_UCX,
 	};
 	bool retry;
 	unsigned int i;

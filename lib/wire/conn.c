@@ -28,7 +28,7 @@ void conn_free(struct conn *cn)
 	while (cn->nr_rx_fds)
 		close(conn_take_fd(cn));
 	if (cn->tls) {
-		stream_close(cn->tls);	/* closes cn->fd */
+		tls_stream_close(cn->tls);	/* closes cn->fd */
 		free(cn->tls);
 	} else if (cn->fd >= 0) {
 		close(cn->fd);
@@ -45,9 +45,9 @@ int conn_start_tls(struct conn *cn, struct tls_ctx *ctx, bool server)
 
 	if (!st)
 		return -ENOMEM;
-	rc = stream_init(st, cn->fd, ctx, server);
+	rc = tls_stream_init(st, cn->fd, ctx, server);
 	if (rc) {
-		cn->fd = -1;	/* stream_init closed it */
+		cn->fd = -1;	/* tls_stream_init() closed it */
 		free(st);
 		return rc;
 	}
@@ -64,12 +64,13 @@ static int conn_write_tls(struct conn *cn, const uint8_t *hdr,
 
 	if (len <= sizeof(one) - FRAME_HDR_LEN) {
 		memcpy(one, hdr, FRAME_HDR_LEN);
-		memcpy(one + FRAME_HDR_LEN, payload, len);
-		return stream_write_full(cn->tls, one, FRAME_HDR_LEN + len,
+		if (len)	/* WELCOME, BYE: no payload, maybe NULL */
+			memcpy(one + FRAME_HDR_LEN, payload, len);
+		return tls_stream_write_full(cn->tls, one, FRAME_HDR_LEN + len,
 					 deadline);
 	}
-	rc = stream_write_full(cn->tls, hdr, FRAME_HDR_LEN, deadline);
-	return rc ? rc : stream_write_full(cn->tls, payload, len, deadline);
+	rc = tls_stream_write_full(cn->tls, hdr, FRAME_HDR_LEN, deadline);
+	return rc ? rc : tls_stream_write_full(cn->tls, payload, len, deadline);
 }
 
 int conn_send_locked(struct conn *cn, enum frame_type type,
@@ -159,13 +160,13 @@ static ssize_t conn_fill_tls(struct conn *cn)
 			if (rc)
 				return rc;
 		}
-		n = stream_read(cn->tls, cn->rx + cn->rx_len,
+		n = tls_stream_read(cn->tls, cn->rx + cn->rx_len,
 				cn->rx_cap - cn->rx_len);
 		if (n <= 0)
 			return got ? got : n;
 		cn->rx_len += (uint32_t)n;
 		got += n;
-	} while (stream_pending(cn->tls));
+	} while (tls_stream_pending(cn->tls));
 	return got;
 }
 

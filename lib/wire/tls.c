@@ -165,7 +165,7 @@ static void nosig_init(void)
 	nosig_method = m;
 }
 
-int stream_init(struct stream *s, int fd, struct tls_ctx *ctx, bool server)
+int tls_stream_init(struct stream *s, int fd, struct tls_ctx *ctx, bool server)
 {
 	SSL *ssl;
 	BIO *bio = NULL;
@@ -200,7 +200,7 @@ int stream_init(struct stream *s, int fd, struct tls_ctx *ctx, bool server)
 	return 0;
 }
 
-void stream_close(struct stream *s)
+void tls_stream_close(struct stream *s)
 {
 	if (s->ssl) {
 		SSL_shutdown(s->ssl);	/* non-blocking: best effort */
@@ -250,7 +250,7 @@ static int ssl_result(struct stream *s, int ret, const char *what)
 	}
 }
 
-int stream_handshake(struct stream *s)
+int tls_stream_handshake(struct stream *s)
 {
 	int ret;
 
@@ -264,7 +264,7 @@ int stream_handshake(struct stream *s)
 	return ret;
 }
 
-ssize_t stream_read(struct stream *s, void *buf, size_t len)
+ssize_t tls_stream_read(struct stream *s, void *buf, size_t len)
 {
 	ssize_t n;
 	size_t got;
@@ -290,7 +290,7 @@ ssize_t stream_read(struct stream *s, void *buf, size_t len)
 	return n;
 }
 
-ssize_t stream_write(struct stream *s, const void *buf, size_t len)
+ssize_t tls_stream_write(struct stream *s, const void *buf, size_t len)
 {
 	ssize_t n;
 	size_t put;
@@ -314,7 +314,7 @@ ssize_t stream_write(struct stream *s, const void *buf, size_t len)
 	return n;
 }
 
-bool stream_pending(struct stream *s)
+bool tls_stream_pending(struct stream *s)
 {
 	bool p;
 
@@ -350,11 +350,11 @@ static int stream_wait(struct stream *s, short events, int64_t deadline)
 	return 0;
 }
 
-int stream_handshake_wait(struct stream *s, int64_t deadline)
+int tls_stream_handshake_wait(struct stream *s, int64_t deadline)
 {
 	int rc;
 
-	while ((rc = stream_handshake(s)) == -EAGAIN) {
+	while ((rc = tls_stream_handshake(s)) == -EAGAIN) {
 		rc = stream_wait(s, s->want, deadline);
 		if (rc)
 			return rc;
@@ -362,14 +362,14 @@ int stream_handshake_wait(struct stream *s, int64_t deadline)
 	return rc;
 }
 
-int stream_read_full(struct stream *s, void *buf, size_t len, int64_t deadline)
+int tls_stream_read_full(struct stream *s, void *buf, size_t len, int64_t deadline)
 {
 	uint8_t *p = buf;
 	ssize_t n;
 	int rc;
 
 	while (len) {
-		n = stream_read(s, p, len);
+		n = tls_stream_read(s, p, len);
 		if (n == -EAGAIN) {
 			rc = stream_wait(s, POLLIN, deadline);
 			if (rc)
@@ -384,7 +384,7 @@ int stream_read_full(struct stream *s, void *buf, size_t len, int64_t deadline)
 	return 0;
 }
 
-int stream_write_full(struct stream *s, const void *buf, size_t len,
+int tls_stream_write_full(struct stream *s, const void *buf, size_t len,
 		      int64_t deadline)
 {
 	const uint8_t *p = buf;
@@ -392,7 +392,7 @@ int stream_write_full(struct stream *s, const void *buf, size_t len,
 	int rc;
 
 	while (len) {
-		n = stream_write(s, p, len);
+		n = tls_stream_write(s, p, len);
 		if (n == -EAGAIN) {
 			rc = stream_wait(s, POLLOUT, deadline);
 			if (rc)

@@ -49,10 +49,10 @@ struct stream {
 };
 
 /* Wrap connected non-blocking @fd (NULL @ctx: plain). Owns @fd from now. */
-int stream_init(struct stream *s, int fd, struct tls_ctx *ctx, bool server);
+int tls_stream_init(struct stream *s, int fd, struct tls_ctx *ctx, bool server);
 
 /* Close the socket (after a TLS close_notify when it can be sent at once). */
-void stream_close(struct stream *s);
+void tls_stream_close(struct stream *s);
 
 /*
  * One step of the TLS handshake: 0 once complete (at once for a plain
@@ -60,20 +60,20 @@ void stream_close(struct stream *s);
  * which way), -EACCES if the peer's certificate was refused or it refused
  * ours, -ECONNRESET, -EPROTO.
  */
-int stream_handshake(struct stream *s);
+int tls_stream_handshake(struct stream *s);
 
 
 /* Non-blocking: bytes moved, -EAGAIN, -ECONNRESET (EOF too), -errno. */
-ssize_t stream_read(struct stream *s, void *buf, size_t len);
-ssize_t stream_write(struct stream *s, const void *buf, size_t len);
+ssize_t tls_stream_read(struct stream *s, void *buf, size_t len);
+ssize_t tls_stream_write(struct stream *s, const void *buf, size_t len);
 
 /* Whether decrypted input is waiting inside the TLS layer (poll misses it). */
-bool stream_pending(struct stream *s);
+bool tls_stream_pending(struct stream *s);
 
 /* The blocking forms, each bounded by @deadline (util.h): 0 or -errno. */
-int stream_handshake_wait(struct stream *s, int64_t deadline);
-int stream_read_full(struct stream *s, void *buf, size_t len, int64_t deadline);
-int stream_write_full(struct stream *s, const void *buf, size_t len,
+int tls_stream_handshake_wait(struct stream *s, int64_t deadline);
+int tls_stream_read_full(struct stream *s, void *buf, size_t len, int64_t deadline);
+int tls_stream_write_full(struct stream *s, const void *buf, size_t len,
 		      int64_t deadline);
 
 #endif

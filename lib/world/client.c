@@ -58,11 +58,11 @@ static int send_frame(struct store_cli *cli, uint16_t op, uint32_t id,
 	if (alen + blen > WP_MAX_BODY)
 		return -EMSGSIZE;
 	wp_hdr_encode(hb, &h);
-	rc = stream_write_full(&cli->s, hb, sizeof(hb), deadline);
+	rc = tls_stream_write_full(&cli->s, hb, sizeof(hb), deadline);
 	if (!rc && alen)
-		rc = stream_write_full(&cli->s, a, alen, deadline);
+		rc = tls_stream_write_full(&cli->s, a, alen, deadline);
 	if (!rc && blen)
-		rc = stream_write_full(&cli->s, b, blen, deadline);
+		rc = tls_stream_write_full(&cli->s, b, blen, deadline);
 	return rc;
 }
 
@@ -73,7 +73,7 @@ static int recv_frame(struct store_cli *cli, struct wp_hdr *h, uint8_t **body,
 	uint8_t hb[WP_HDR_LEN];
 	int rc;
 
-	rc = stream_read_full(&cli->s, hb, sizeof(hb), deadline);
+	rc = tls_stream_read_full(&cli->s, hb, sizeof(hb), deadline);
 	if (rc)
 		return rc;
 	wp_hdr_decode(hb, h);
@@ -82,7 +82,7 @@ static int recv_frame(struct store_cli *cli, struct wp_hdr *h, uint8_t **body,
 	*body = malloc(h->len + 1);
 	if (!*body)
 		return -ENOMEM;
-	rc = stream_read_full(&cli->s, *body, h->len, deadline);
+	rc = tls_stream_read_full(&cli->s, *body, h->len, deadline);
 	if (rc) {
 		free(*body);
 		return rc;
@@ -223,7 +223,7 @@ int store_cli_event(struct store_cli *cli, struct store_ev *ev,
 			break;
 		}
 		/* Wait for input without starting a frame we could not finish. */
-		if (!stream_pending(&cli->s)) {
+		if (!tls_stream_pending(&cli->s)) {
 			struct pollfd pfd = { .fd = cli->s.fd, .events = POLLIN };
 
 			rc = poll(&pfd, 1, deadline_remaining_ms(deadline));
@@ -368,10 +368,10 @@ int store_cli_connect(const char *host, uint16_t port, const void *secret,
 		goto err;
 	}
 	store_set_keepalive(fd);
-	rc = stream_init(&cli->s, fd, tls, false);
+	rc = tls_stream_init(&cli->s, fd, tls, false);
 	if (rc)
 		goto err;
-	rc = stream_handshake_wait(&cli->s, deadline);
+	rc = tls_stream_handshake_wait(&cli->s, deadline);
 	if (rc) {
 		set_msg(cli, "TLS with the world store at %s:%u: %s", host,
 			port, rc == -EACCES ? "certificate refused" :
@@ -452,7 +452,7 @@ void store_cli_close(struct store_cli *cli)
 		free(cli);
 		return;
 	}
-	stream_close(&cli->s);
+	tls_stream_close(&cli->s);
 	free(cli->evq);
 	pthread_mutex_destroy(&cli->lock);
 	free(cli);

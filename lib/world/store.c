@@ -151,7 +151,7 @@ static void tx_flush(struct sconn *c)
 	ssize_t n;
 
 	while (!c->dead && c->tx_off < c->tx_len) {
-		n = stream_write(&c->s, c->tx + c->tx_off, c->tx_len - c->tx_off);
+		n = tls_stream_write(&c->s, c->tx + c->tx_off, c->tx_len - c->tx_off);
 		if (n == -EAGAIN)
 			return;
 		if (n < 0) {
@@ -695,7 +695,7 @@ static void conn_close(struct store_srv *srv, struct sconn *c)
 	if (c->slot >= 0)
 		slot_release(srv, (uint32_t)c->slot, true);
 	list_del(&c->node);
-	stream_close(&c->s);
+	tls_stream_close(&c->s);
 	free(c->rx);
 	free(c->tx);
 	free(c);
@@ -709,7 +709,7 @@ static void conn_read(struct store_srv *srv, struct sconn *c)
 	int rc;
 
 	if (c->st == SC_TLS) {
-		rc = stream_handshake(&c->s);
+		rc = tls_stream_handshake(&c->s);
 		if (rc == -EAGAIN)
 			return;
 		if (rc) {
@@ -732,7 +732,7 @@ static void conn_read(struct store_srv *srv, struct sconn *c)
 			c->rx = p;
 			c->rx_cap = cap;
 		}
-		n = stream_read(&c->s, c->rx + c->rx_len, c->rx_cap - c->rx_len);
+		n = tls_stream_read(&c->s, c->rx + c->rx_len, c->rx_cap - c->rx_len);
 		if (n == -EAGAIN)
 			break;
 		if (n < 0) {
@@ -740,7 +740,7 @@ static void conn_read(struct store_srv *srv, struct sconn *c)
 			return;
 		}
 		c->rx_len += (size_t)n;
-	} while (stream_pending(&c->s) || c->rx_len == c->rx_cap);
+	} while (tls_stream_pending(&c->s) || c->rx_len == c->rx_cap);
 
 	off = 0;
 	while (!c->dead && c->rx_len - off >= WP_HDR_LEN) {
@@ -770,7 +770,7 @@ static void accept_all(struct store_srv *srv)
 			continue;
 		}
 		store_set_keepalive(fd);
-		rc = stream_init(&c->s, fd, srv->tls, true);
+		rc = tls_stream_init(&c->s, fd, srv->tls, true);
 		if (rc) {
 			free(c);
 			continue;

@@ -11,6 +11,7 @@ static const struct xport_ops *const xport_defs[XPORT_SLOTS] = {
 	[HMC_TRANSPORT_UCX] = &xport_ucx_ops,
 	[HMC_TRANSPORT_VERBS] = &xport_verbs_ops,
 	[HMC_TRANSPORT_SHM] = &xport_shm_ops,
+	[HMC_TRANSPORT_TCP] = &xport_tcp_ops,
 };
 
 static struct xport_ops xport_tables[XPORT_SLOTS];

@@ -19,5 +19,6 @@ const struct xport_ops *xport_get(enum hmc_transport type);
 extern const struct xport_ops xport_ucx_ops;
 extern const struct xport_ops xport_shm_ops;
 extern const struct xport_ops xport_verbs_ops;
+extern const struct xport_ops xport_tcp_ops;
 
 #endif

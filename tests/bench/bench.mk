@@ -1,8 +1,9 @@
-# Host benchmarks of `make bench` (tests/bench/bench.sh): hmcperf against
-# ucx_perftest and against sockpp, a raw socket ping-pong, and the shm
-# section (tests/bench/shm.sh: memcpy, a store ping-pong, UCX, Python),
-# printing RATIO lines. Needs HMCPERF from tools/tools.mk, included before
-# this fragment.
+# Host benchmarks of `make bench`: tests/bench/bench.sh runs each section
+# script (ucx.sh: hmcperf over UCX against ucx_perftest and a socket
+# ping-pong; tcp.sh: the tcp transport against raw TCP and UCX tcp between
+# two network namespaces; shm.sh: memfd shm against memcpy, a store
+# ping-pong, UCX and Python; ...), printing RATIO lines and the total time.
+# Needs HMCPERF from tools/tools.mk, included before this fragment.
 
 SOCKPP		:= $(O)/tests/bench/sockpp
 MEMCPY_BW	:= $(O)/tests/bench/memcpy_bw
@@ -10,7 +11,7 @@ STORE_PINGPONG	:= $(O)/tests/bench/store_pingpong
 # The messages section (tests/bench/msg.sh) and its Open MPI reference
 MSG_BENCH	:= $(O)/tests/bench/msg_bench
 MPI_BENCH	:= $(O)/tests/bench/mpi_bench
-BENCH_REPS	?= 11
+BENCH_REPS	?= 3
 VM_TEST_PROGS	+= $(MEMCPY_BW)	# the shm benchmark's reference, in the guest
 
 all: $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG) $(MSG_BENCH) $(MPI_BENCH)
@@ -37,12 +38,9 @@ $(O)/tests/bench/%: tests/bench/%.c
 
 .PHONY: bench-host
 _bench: bench-host
-bench-host: $(HMCPERF) $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG) $(O)/lib/libhmc.so
-	@HMCPERF=$(HMCPERF) SOCKPP=$(SOCKPP) BENCH_REPS=$(BENCH_REPS) \
-		BENCH_BIN=$(O)/tests/bench tests/bench/bench.sh
-
-.PHONY: bench-msg
-_bench: bench-msg
-bench-msg: $(MSG_BENCH) $(MPI_BENCH) $(O)/lib/libhmc.so
-	@MSG_BENCH=$(MSG_BENCH) MPI_BENCH=$(MPI_BENCH) \
-		BENCH_REPS=$(BENCH_REPS) tests/bench/msg.sh
+bench-host: $(HMCPERF) $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG) $(MSG_BENCH) \
+		$(MPI_BENCH) $(O)/lib/libhmc.so
+	@HMCPERF=$(HMCPERF) SOCKPP=$(SOCKPP) MEMCPY_BW=$(MEMCPY_BW) \
+		MSG_BENCH=$(MSG_BENCH) MPI_BENCH=$(MPI_BENCH) \
+		BENCH_REPS=$(BENCH_REPS) BENCH_BIN=$(O)/tests/bench \
+		tests/bench/bench.sh

@@ -7,9 +7,19 @@
  * average in microseconds.
  *
  *   sockpp [-u | -t] [-s SIZE] [-n ITERS] [-w WARMUP] [-j]
+ *   sockpp -l ADDR:PORT                      (serve one client, then exit)
+ *   sockpp -c ADDR:PORT [-B] [-s SIZE] [-n ITERS] [-w WARMUP] [-j]
  *
  * -u: a Unix stream socket (what libhmc uses to reach a peer on this
  * host); -t: TCP over 127.0.0.1 with TCP_NODELAY (HMC_CTRL_TRANSPORT=tcp).
+ *
+ * -l and -c: the two ends in different processes (network namespaces),
+ * over TCP with TCP_NODELAY: the reference for libhmc's tcp transport.
+ * The client says what it runs; the server echoes (ping-pong) or, with
+ * -B, sinks a stream of SIZE-byte writes and answers one byte after the
+ * warm-up and one after the timed part: bandwidth is the timed bytes over
+ * the time from the warm-up's answer to the last one, as hmcperf's put_bw
+ * counts its window and the flush that ends it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,7 +37,10 @@
 #include <unistd.h>
 
 #define MAX_MSG		4096
+#define MAX_BW_MSG	(64u << 20)
 #define TIMEOUT_S	30	/* every blocking call: SO_RCVTIMEO/SO_SNDTIMEO */
+#define DIAL_S		10	/* the client retries while the server starts */
+#define PREAMBLE	32	/* be64 mode (1: -B), size, warm-up, timed iterations */
 
 static int64_t now_ns(void)
 {
@@ -93,6 +106,148 @@ out:
 	return rc;
 }
 
+/* ADDR:PORT (IPv4) into @sa. */
+static int parse_addr(const char *arg, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(arg, ':');
+
+	if (!colon || (size_t)(colon - arg) >= sizeof(host))
+		return -1;
+	memcpy(host, arg, (size_t)(colon - arg));
+	host[colon - arg] = 0;
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)strtoul(colon + 1, NULL, 10));
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+static int nodelay(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* -l: accept one client and echo or sink what it asks for. */
+static int serve(const struct sockaddr_in *sa)
+{
+	uint8_t pre[PREAMBLE], ack = 1, *buf;
+	uint64_t mode, size, warm, total, i;
+	int lfd, fd, one = 1, rc = 1;
+
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0 ||
+	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lfd, (const struct sockaddr *)sa, sizeof(*sa)) ||
+	    listen(lfd, 1) || set_timeouts(lfd)) {
+		perror("sockpp: listen");
+		return 1;
+	}
+	fd = accept(lfd, NULL, NULL);	/* SO_RCVTIMEO bounds the wait */
+	close(lfd);
+	if (fd < 0 || nodelay(fd) || set_timeouts(fd) ||
+	    io_all(fd, pre, sizeof(pre), false)) {
+		perror("sockpp: accept");
+		return 1;
+	}
+	mode = get64(pre);
+	size = get64(pre + 8);
+	warm = get64(pre + 16);
+	total = warm + get64(pre + 24);
+	buf = size && size <= MAX_BW_MSG ? malloc(size) : NULL;
+	if (!buf || warm > total) {
+		fprintf(stderr, "sockpp: bad request from the client\n");
+		goto out;
+	}
+	for (i = 0; i < total; i++) {
+		if (io_all(fd, buf, size, false))
+			goto out;
+		if (!mode)
+			rc = io_all(fd, buf, size, true);
+		else if (i + 1 == warm || i + 1 == total)
+			rc = io_all(fd, &ack, 1, true);
+		if (rc < 0)
+			goto out;
+		rc = 1;
+	}
+	rc = 0;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+static int dial(const struct sockaddr_in *sa)
+{
+	time_t until = time(NULL) + DIAL_S;
+	int fd;
+
+	for (;;) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -1;
+		if (!connect(fd, (const struct sockaddr *)sa, sizeof(*sa)))
+			break;
+		close(fd);
+		if (time(NULL) >= until)
+			return -1;
+		usleep(20000);	/* the server is not listening yet */
+	}
+	if (nodelay(fd) || set_timeouts(fd)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* -c -B: stream @iters writes of @size bytes; MB/s (10^6 B/s) or < 0. */
+static double stream_bw(int fd, unsigned long size, unsigned long iters,
+			unsigned long warmup)
+{
+	uint8_t *buf = malloc(size), ack;
+	unsigned long i;
+	int64_t t0 = 0;
+	int rc = 0;
+
+	if (!buf)
+		return -1;
+	memset(buf, 0x5a, size);
+	for (i = 0; i < warmup + iters && !rc; i++) {
+		if (i == warmup) {	/* the warm-up arrived: start the clock */
+			if (warmup)
+				rc = io_all(fd, &ack, 1, false);
+			t0 = now_ns();
+		}
+		if (!rc)
+			rc = io_all(fd, buf, size, true);
+	}
+	if (!rc)
+		rc = io_all(fd, &ack, 1, false);
+	free(buf);
+	if (rc)
+		return -1;
+	return (double)size * (double)iters * 1000.0 / (double)(now_ns() - t0);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -102,20 +257,112 @@ static int cmp_i64(const void *a, const void *b)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: sockpp [-u | -t] [-s SIZE] [-n ITERS] [-w WARMUP] [-j]\n");
+	fprintf(f, "Usage: sockpp [-u | -t] [-s SIZE] [-n ITERS] [-w WARMUP] [-j]\n"
+		   "       sockpp -l ADDR:PORT\n"
+		   "       sockpp -c ADDR:PORT [-B] [-s SIZE] [-n ITERS] [-w WARMUP] [-j]\n");
+}
+
+/* Time @iters round trips of @size bytes on @fd after @warmup: 0 or -1. */
+static int pingpong(int fd, unsigned long size, unsigned long iters,
+		    unsigned long warmup, int64_t *rtt)
+{
+	uint8_t msg[MAX_MSG] = { 0 }, back[MAX_MSG];
+	unsigned long i;
+	int64_t t0;
+	int rc;
+
+	for (i = 0; i < warmup + iters; i++) {
+		memcpy(msg, &i, sizeof(i) < size ? sizeof(i) : size);
+		t0 = now_ns();
+		rc = io_all(fd, msg, size, true);
+		if (!rc)
+			rc = io_all(fd, back, size, false);
+		if (rc) {
+			fprintf(stderr, "sockpp: iteration %lu: %s\n", i,
+				strerror(-rc));
+			return -1;
+		}
+		if (i >= warmup)
+			rtt[i - warmup] = now_ns() - t0;
+		if (memcmp(msg, back, size)) {
+			fprintf(stderr, "sockpp: iteration %lu: wrong echo\n", i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void report_lat(const char *kind, unsigned long size,
+		       unsigned long iters, int64_t *rtt, bool json)
+{
+	double sum = 0;
+	unsigned long i;
+
+	for (i = 0; i < iters; i++)
+		sum += (double)rtt[i];
+	qsort(rtt, iters, sizeof(*rtt), cmp_i64);
+	printf(json ? "{\"test\":\"sock_%s_lat\",\"size\":%lu,\"iters\":%lu,\"lat_us\":{\"median\":%.3f,\"p99\":%.3f,\"avg\":%.3f}}\n" :
+		      "sock_%s_lat %lu B: %lu iterations, one-way us: median %.3f p99 %.3f avg %.3f\n",
+	       kind, size, iters, rtt[iters / 2] / 2000.0,
+	       rtt[(iters * 99 + 99) / 100 - 1] / 2000.0,
+	       sum / (double)iters / 2000.0);
+}
+
+/* -c: run what was asked against a sockpp -l. */
+static int client(const struct sockaddr_in *sa, bool bw, unsigned long size,
+		  unsigned long iters, unsigned long warmup, bool json)
+{
+	uint8_t pre[PREAMBLE];
+	int64_t *rtt = NULL;
+	int fd, rc = 1;
+	double mbps;
+
+	fd = dial(sa);
+	if (fd < 0) {
+		perror("sockpp: connect");
+		return 1;
+	}
+	put64(pre, bw);
+	put64(pre + 8, size);
+	put64(pre + 16, warmup);
+	put64(pre + 24, iters);
+	if (io_all(fd, pre, sizeof(pre), true))
+		goto out;
+	if (bw) {
+		mbps = stream_bw(fd, size, iters, warmup);
+		if (mbps < 0)
+			goto out;
+		printf(json ? "{\"test\":\"sock_tcp_bw\",\"size\":%lu,\"iters\":%lu,\"bw_MBps\":%.2f}\n" :
+			      "sock_tcp_bw %lu B: %lu iterations, %.2f MB/s\n",
+		       size, iters, mbps);
+		rc = 0;
+		goto out;
+	}
+	rtt = calloc(iters, sizeof(*rtt));
+	if (rtt && !pingpong(fd, size, iters, warmup, rtt)) {
+		report_lat("tcp", size, iters, rtt, json);
+		rc = 0;
+	}
+out:
+	if (rc)
+		fprintf(stderr, "sockpp: client failed\n");
+	free(rtt);
+	close(fd);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long size = 8, iters = 10000, warmup = 1000, i;
-	uint8_t msg[MAX_MSG] = { 0 }, back[MAX_MSG];
-	bool tcp = false, json = false;
+	unsigned long size = 8, iters = 10000, warmup = 1000;
+	const char *listen_at = NULL, *connect_to = NULL;
+	bool tcp = false, json = false, bw = false;
+	struct sockaddr_in sa;
 	int sv[2], c, rc, status;
-	int64_t *rtt, t0;
-	double sum = 0;
+	uint8_t back[MAX_MSG];
+	int64_t *rtt;
 	pid_t pid;
 
-	while ((c = getopt(argc, argv, "uts:n:w:jh")) != -1) {
+	while ((c = getopt(argc, argv, "uts:n:w:jl:c:Bh")) != -1) {
 		switch (c) {
 		case 'u': tcp = false; break;
 		case 't': tcp = true; break;
@@ -123,12 +370,31 @@ int main(int argc, char **argv)
 		case 'n': iters = strtoul(optarg, NULL, 0); break;
 		case 'w': warmup = strtoul(optarg, NULL, 0); break;
 		case 'j': json = true; break;
+		case 'l': listen_at = optarg; break;
+		case 'c': connect_to = optarg; break;
+		case 'B': bw = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (!size || size > MAX_MSG || !iters || iters > 100000000) {
-		fprintf(stderr, "sockpp: size 1..%d, iterations 1..1e8\n", MAX_MSG);
+	if (listen_at || connect_to) {
+		if (parse_addr(listen_at ? listen_at : connect_to, &sa)) {
+			fprintf(stderr, "sockpp: ADDR:PORT, IPv4\n");
+			return 2;
+		}
+		if (listen_at)
+			return serve(&sa);
+		if (!size || size > (bw ? MAX_BW_MSG : MAX_MSG) || !iters ||
+		    iters > 100000000) {
+			fprintf(stderr, "sockpp: size 1..%u, iterations 1..1e8\n",
+				bw ? MAX_BW_MSG : MAX_MSG);
+			return 2;
+		}
+		return client(&sa, bw, size, iters, warmup, json);
+	}
+	if (bw || !size || size > MAX_MSG || !iters || iters > 100000000) {
+		fprintf(stderr, "sockpp: size 1..%d, iterations 1..1e8; -B needs -c\n",
+			MAX_MSG);
 		return 2;
 	}
 	rtt = calloc(iters, sizeof(*rtt));
@@ -155,43 +421,14 @@ int main(int argc, char **argv)
 		_exit(0);
 	}
 	close(sv[1]);
-	for (i = 0; i < warmup + iters; i++) {
-		memcpy(msg, &i, sizeof(i) < size ? sizeof(i) : size);
-		t0 = now_ns();
-		rc = io_all(sv[0], msg, size, true);
-		if (!rc)
-			rc = io_all(sv[0], back, size, false);
-		if (rc) {
-			fprintf(stderr, "sockpp: iteration %lu: %s\n", i,
-				strerror(-rc));
-			kill(pid, SIGTERM);
-			return 1;
-		}
-		if (i >= warmup)
-			rtt[i - warmup] = now_ns() - t0;
-		if (memcmp(msg, back, size)) {
-			fprintf(stderr, "sockpp: iteration %lu: wrong echo\n", i);
-			kill(pid, SIGTERM);
-			return 1;
-		}
-	}
+	rc = pingpong(sv[0], size, iters, warmup, rtt);
+	if (rc)
+		kill(pid, SIGTERM);
 	close(sv[0]);
 	waitpid(pid, &status, 0);
-	for (i = 0; i < iters; i++)
-		sum += (double)rtt[i];
-	qsort(rtt, iters, sizeof(*rtt), cmp_i64);
-	if (json)
-		printf("{\"test\":\"sock_%s_lat\",\"size\":%lu,\"iters\":%lu,\"lat_us\":{\"median\":%.3f,\"p99\":%.3f,\"avg\":%.3f}}\n",
-		       tcp ? "tcp" : "unix", size, iters,
-		       rtt[iters / 2] / 2000.0,
-		       rtt[(iters * 99 + 99) / 100 - 1] / 2000.0,
-		       sum / (double)iters / 2000.0);
-	else
-		printf("sock_%s_lat %lu B: %lu iterations, one-way us: median %.3f p99 %.3f avg %.3f\n",
-		       tcp ? "tcp" : "unix", size, iters,
-		       rtt[iters / 2] / 2000.0,
-		       rtt[(iters * 99 + 99) / 100 - 1] / 2000.0,
-		       sum / (double)iters / 2000.0);
+	if (rc)
+		return 1;
+	report_lat(tcp ? "tcp" : "unix", size, iters, rtt, json);
 	free(rtt);
 	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : 1;
 }

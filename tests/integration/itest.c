@@ -599,6 +599,8 @@ enum hmc_transport itest_transport(int a, int b)
 		return HMC_TRANSPORT_VERBS;
 	if (!strncmp(s, "shm", 3))
 		return HMC_TRANSPORT_SHM;
+	if (!strncmp(s, "tcp", 3))
+		return HMC_TRANSPORT_TCP;
 	if (!strncmp(s, "auto", 4))
 		return HMC_TRANSPORT_AUTO;
 	return HMC_TRANSPORT_UCX;
@@ -606,7 +608,7 @@ enum hmc_transport itest_transport(int a, int b)
 
 /*
  * The transport a pair must end up on: AUTO resolves to HMC_TEST_AUTO_IS
- * (shm, verbs, ucx; default ucx), the rest to themselves.
+ * (shm, verbs, tcp, ucx; default ucx), the rest to themselves.
  */
 static enum hmc_transport expected_transport(int a, int b)
 {
@@ -619,6 +621,8 @@ static enum hmc_transport expected_transport(int a, int b)
 		return HMC_TRANSPORT_SHM;
 	if (env && !strcmp(env, "verbs"))
 		return HMC_TRANSPORT_VERBS;
+	if (env && !strcmp(env, "tcp"))
+		return HMC_TRANSPORT_TCP;
 	return HMC_TRANSPORT_UCX;
 }
 

@@ -1,9 +1,10 @@
 #!/bin/bash
 # Multi-host on one machine: three network namespaces, one rank in each,
 # joined by veth pairs to a bridge in the first; test_comm runs all-to-all
-# put/get/put_signal over TCP control and UCX tcp between them, every byte
-# checked. Only the addresses of the veths made here are used, and the
-# namespaces (with their links) go away on exit, whatever happens.
+# put/get/put_signal over TCP control and UCX tcp between them (or the
+# transport HMC_TEST_TRANSPORT names), every byte checked.
+# Only the addresses of the veths made here are used, and the namespaces
+# (with their links) go away on exit, whatever happens.
 # With "shm", the ranks are what they are, processes of one host, each in
 # its own network namespace: they dial each other's veth address with the
 # defaults (AUTO, no HMC_CTRL_TRANSPORT), reach the listener's Unix socket

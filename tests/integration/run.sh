@@ -64,9 +64,9 @@ case_run comm-3-shm-ucx 150 "${posix[@]}" HMC_TEST_TRANSPORT=shm,ucx -- \
 # auto picks shm on this host, module or not (no UCX_TLS: the defaults)...
 case_run comm-2-auto 120 HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=shm -- \
 	"$bin/test_comm" -n 2 -N comm-2-auto
-# ... and, with control over TCP (no descriptor can travel), what is left
-case_run comm-2-auto-ctrl-tcp 120 "${posix[@]}" HMC_TEST_TRANSPORT=auto \
-	HMC_TEST_AUTO_IS=ucx HMC_CTRL_TRANSPORT=tcp -- \
+# ... and, with control over TCP (no descriptor can travel), libhmc's tcp
+case_run comm-2-auto-ctrl-tcp 120 HMC_TEST_TRANSPORT=auto \
+	HMC_TEST_AUTO_IS=tcp HMC_CTRL_TRANSPORT=tcp -- \
 	"$bin/test_comm" -n 2 -N comm-2-auto-ctrl-tcp
 case_run comm-2-ctrl-tcp 120 "${tcp[@]}" HMC_CTRL_TRANSPORT=tcp \
 	HMC_SECRET=integration-secret -- \
@@ -96,6 +96,8 @@ case_run msg-kill-posix 120 "${posix[@]}" -- "$bin/test_msg" -c kill -N msg-kill
 # process (ucp_get_req_handler: "Endpoint timeout") that serves a get
 # whose requester died meanwhile, whoever drives it.
 case_run msg-kill-tcp 120 "${tcp[@]}" -- "$bin/test_msg" -c kill-sender -N msg-kill-tcp
+case_run msg-mesh-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c mesh -N msg-mesh-xtcp
+case_run msg-kill-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c kill -N msg-kill-xtcp
 # what AUTO picks on one host now: shm over memfd ConnBuffers
 case_run msg-sizes-auto 150 HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=shm -- \
 	"$bin/test_msg" -c sizes -N msg-sizes-auto
@@ -114,6 +116,9 @@ case_run lifetime-abort 120 "${tcp[@]}" "${uaf[@]}" -- \
 	"$bin/test_lifetime" abort -N lifetime-abort
 case_run lifetime-race-posix 120 "${posix[@]}" "${uaf[@]}" -- \
 	"$bin/test_lifetime" race -t 10 -N lifetime-race-posix
+case_run lifetime-race-tcp-control 120 "${posix[@]}" "${uaf[@]}" \
+	HMC_CTRL_TRANSPORT=tcp -- \
+	"$bin/test_lifetime" race -t 5 -N lifetime-race-tcp-control
 # UCX over posix: no RMA emulated with active messages, whose replies to a
 # peer that died make UCX abort the process (issue 15's third defect; the
 # transports of issue 16 end it). The guest runs both over shm (65-shm.sh),
@@ -129,6 +134,24 @@ if [ -x "$here/netns.sh" ]; then
 	case_run multihost 150 -- "$here/netns.sh" "$bin/test_comm"
 	# one host, three network namespaces: AUTO still finds shm
 	case_run multihost-shm 150 -- "$here/netns.sh" "$bin/test_comm" shm
+fi
+# libhmc's own tcp transport (HMC_TRANSPORT_TCP); faults keeps UCX's
+# settings for its segs case, which is about UCX
+xtcp=(HMC_TEST_TRANSPORT=tcp)
+case_run comm-2-xtcp 120 "${xtcp[@]}" -- "$bin/test_comm" -n 2 -N comm-2-xtcp
+case_run comm-4-xtcp 150 "${xtcp[@]}" -- "$bin/test_comm" -n 4 -N comm-4-xtcp
+# three streams per peer: large puts and gets striped, put_signal on one
+case_run comm-3-xtcp-3ch 150 "${xtcp[@]}" HMC_TEST_CHS=3 -- \
+	"$bin/test_comm" -n 3 -N comm-3-xtcp-3ch
+case_run threads-xtcp 120 "${xtcp[@]}" -- "$bin/test_threads" -i 16 -N threads-xtcp
+if [ -x "$bin/test_faults" ]; then
+	case_run faults-xtcp 150 "${tcp[@]}" "${xtcp[@]}" -- \
+		"$bin/test_faults" -N faults-xtcp
+fi
+case_run xtcp-liars 90 -- "$bin/test_tcp" -N xtcp-liars
+if [ -x "$here/netns.sh" ]; then
+	case_run multihost-xtcp 150 "${xtcp[@]}" -- "$here/netns.sh" \
+		"$bin/test_comm"
 fi
 
 echo "== integration summary"

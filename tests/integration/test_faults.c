@@ -81,6 +81,7 @@ struct end {
 	struct hmc_comm *comm;
 	uint8_t *p;
 	uint16_t port;
+	enum hmc_transport transport;	/* what it dials with */
 };
 
 /* A communicator of @rank; listening (port 0) if @listen. 0 or -1. */
@@ -93,6 +94,10 @@ static int end_new(struct end *e, uint32_t rank, const char *secret,
 	int rc;
 
 	memset(e, 0, sizeof(*e));
+	/* shm's descriptor needs a Unix control connection: AUTO over TCP */
+	e->transport = itest_transport(0, 1);
+	if (e->transport == HMC_TRANSPORT_SHM && (flags & HMC_COMM_F_NO_UNIX))
+		e->transport = HMC_TRANSPORT_AUTO;
 	rc = hmc_buf_create(HMC_MEM_CPU, 0, BUF_SIZE, NULL, &e->buf);
 	if (!rc)
 		rc = hmc_comm_create(e->buf, &o, &e->comm);
@@ -154,7 +159,7 @@ static bool connect_and_exchange(struct end *c, uint32_t cr, struct end *s,
 				 uint64_t seed)
 {
 	int rc = hmc_comm_connect(c->comm, 0, "127.0.0.1", s->port,
-				  HMC_TRANSPORT_UCX);
+				  c->transport);
 
 	if (rc) {
 		diag("rank %u connecting: %s", cr, hmc_strerror(rc));
@@ -445,14 +450,14 @@ static void secret_case(void)
 
 		if (!end_new(&c, 1, "not the secret", f, 5000, false)) {
 			rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", s.port,
-					      HMC_TRANSPORT_UCX);
+					      c.transport);
 			tap(rc == -EACCES, "%s: wrong secret refused: %s", how,
 			    hmc_strerror(rc));
 			end_free(&c);
 		}
 		if (!end_new(&c, 2, NULL, f, 5000, false)) {
 			rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", s.port,
-					      HMC_TRANSPORT_UCX);
+					      c.transport);
 			tap(rc == -EACCES, "%s: no secret refused: %s", how,
 			    hmc_strerror(rc));
 			end_free(&c);
@@ -474,7 +479,7 @@ static void secret_case(void)
 	if (!end_new(&plain, 0, NULL, 0, 5000, true)) {
 		if (!end_new(&c, 3, SECRET, 0, 5000, false)) {
 			rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", plain.port,
-					      HMC_TRANSPORT_UCX);
+					      c.transport);
 			tap(rc == -EACCES,
 			    "a listener without the secret is refused by the dialer: %s",
 			    hmc_strerror(rc));
@@ -706,7 +711,7 @@ static void garbage_case(void)
 
 			do {	/* the server may still be tearing the fake down */
 				rc = hmc_comm_connect(c.comm, 0, "127.0.0.1",
-						      s.port, HMC_TRANSPORT_UCX);
+						      s.port, c.transport);
 			} while (rc == -EEXIST && itest_now_ms() < until &&
 				 (itest_sleep_ms(20), true));
 			tap(!rc && exchange(&c, &s, 0, 0x700 + (uint64_t)ways),
@@ -742,7 +747,7 @@ static void garbage_case(void)
 	if (!end_new(&c, 5, NULL, HMC_COMM_F_NO_UNIX, 5000, false)) {
 		int64_t t1 = itest_now_ms();
 		int rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", s.port,
-					  HMC_TRANSPORT_UCX);
+					  c.transport);
 
 		t1 = itest_now_ms() - t1;
 		tap(!rc && t1 < HS_TIMEOUT_MS / 2 && exchange(&c, &s, 0, 0x51),
@@ -1254,7 +1259,7 @@ static void dup_helper(uint16_t port, int ready)
 	itest_prefix("%s dup (other process): ", name);
 	if (end_new(&c, 1, NULL, 0, 5000, false))
 		return;
-	rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", port, HMC_TRANSPORT_UCX);
+	rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", port, c.transport);
 	tap(rc == -EEXIST, "a second process claiming connected rank 1: %s",
 	    hmc_strerror(rc));
 	end_free(&c);
@@ -1279,12 +1284,12 @@ static void dup_case(struct helper *h)
 	    "the other process was refused (exit status 0x%x)", st);
 	if (!end_new(&b, 1, NULL, HMC_COMM_F_NO_UNIX, 5000, false)) {
 		rc = hmc_comm_connect(b.comm, 0, "127.0.0.1", s.port,
-				      HMC_TRANSPORT_UCX);
+				      b.transport);
 		tap(rc == -EEXIST, "a second communicator claiming rank 1 over tcp: %s",
 		    hmc_strerror(rc));
 		end_free(&b);
 	}
-	rc = hmc_comm_connect(a.comm, 0, "127.0.0.1", s.port, HMC_TRANSPORT_UCX);
+	rc = hmc_comm_connect(a.comm, 0, "127.0.0.1", s.port, a.transport);
 	tap(rc == -EISCONN, "connecting again while connected: %s",
 	    hmc_strerror(rc));
 	tap(hmc_comm_is_connected(s.comm, 1) && exchange(&a, &s, 0, 0xd2),
@@ -1394,7 +1399,7 @@ static void tags_case(struct helper *h)
 		return;
 	if (!end_new(&c, 1, NULL, 0, 5000, false)) {
 		rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", s.port,
-				      HMC_TRANSPORT_UCX);
+				      c.transport);
 		for (i = 0; !rc && i < 3; i++)
 			rc = hmc_comm_send_tag(c.comm, 0, queued[i]);
 		if (!rc)
@@ -1435,7 +1440,7 @@ static void barrier_helper(uint16_t port, int ready)
 		until = itest_now_ms() + 5000;
 		do {	/* the server may not have seen our last BYE yet */
 			rc = hmc_comm_connect(c.comm, 0, "127.0.0.1", port,
-					      HMC_TRANSPORT_UCX);
+					      c.transport);
 		} while (rc == -EEXIST && itest_now_ms() < until &&
 			 (itest_sleep_ms(10), true));
 		if (!rc)

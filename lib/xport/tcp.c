@@ -1,0 +1,1559 @@
+// SPDX-License-Identifier: MIT
+/*
+ * TCP transport: one-sided puts and gets over plain TCP streams between
+ * the ConnBuffers, for hosts without RDMA. Wire format: xport/tcp.h.
+ *
+ * Connections. Once the control plane has authenticated the peer, the
+ * side that accepted the control connection listens for data connections
+ * (one listener per communicator, on the control listener's address) and
+ * sends, over the control plane, that address, a port and a random token
+ * for this peer; the dialer opens the streams and presents the token on
+ * each, so that nobody who did not pass the control handshake can inject
+ * data. The peers use the larger of their two num_chs.
+ *
+ * Frames. A put is a PUT header followed by its bytes; the target's
+ * progress engine receives them straight into its ConnBuffer at the
+ * target offset, after checking [off, off + len) against the buffer, so a
+ * peer that lies about a range fails before a single byte lands. A get
+ * is a GET header answered by a GET_RESP carrying the bytes, which must
+ * match, in order, the gets we have outstanding on that stream; a flush
+ * sends FLUSH on every stream and completes when each has answered
+ * FLUSH_ACK: TCP delivers in order and the target places a stream's
+ * frames in order, so each ack follows the data before it. Only frame
+ * headers and small payloads pass through the per-stream receive buffer.
+ *
+ * Sending. A put or get of at least STRIPE_MIN bytes is cut into up to
+ * num_chs pieces, one per stream; anything else goes whole to the next
+ * stream in turn. A put_signal travels whole on the first stream with its
+ * tag in the PUT header, delivered once its bytes are placed: one stream
+ * keeps the tags of put_signals in order. Sends happen in the
+ * caller's thread when the stream is idle, else from progress when the
+ * socket is writable. With HMC_TCP_ZEROCOPY=1 (for NICs that transmit
+ * from user pages), payloads of at least ZC_MIN bytes go with
+ * MSG_ZEROCOPY, the put completing when the kernel gives the pages back,
+ * and headers always before them, copied; when the kernel reports that it
+ * copied the pages all the same, the stream stops asking. It is off by
+ * default: on loopback and on a veth to another namespace the kernel
+ * always copies, so that zero-copy only adds pinning and a notification
+ * per send, and under load on loopback we saw such a stream stall.
+ *
+ * Bounded memory and back-pressure. Per stream we hold a receive buffer
+ * of RX_BUF bytes and descriptors of the operations in flight, never their
+ * data; a full socket leaves them queued, in order. A peer may owe us at
+ * most TCP_WINDOW answers per stream: past that, our requests wait on the
+ * stream's held queue, in order, until answers come (they do: a peer never
+ * stops reading, and answers never wait behind held requests); a peer
+ * that asks for more than TCP_WINDOW answers at once fails.
+ *
+ * Failures. An error, an EOF, a frame that breaks the protocol, or no
+ * byte for op_timeout_ms while a frame is half read or an answer awaited
+ * fails the peer: its requests complete with the error, its descriptors
+ * leave the epoll set, and the core tears it down (comm_peer_error). No
+ * other peer is touched; no signal can be raised (MSG_NOSIGNAL).
+ *
+ * All of it runs under the transport's lock; its descriptors sit in its
+ * own epoll set, whose descriptor the progress engine sleeps on.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/errqueue.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "core/peer.h"
+#include "mem/buf.h"
+#include "sys/lock.h"
+#include "sys/log.h"
+#include "wire/sock.h"
+#include "xport/tcp.h"
+#include "xport/xport.h"
+
+#define RX_BUF		(16 * 1024)	/* per stream: headers and small payloads */
+#define STRIPE_MIN	(256 * 1024)	/* smaller transfers go on one stream */
+#define STRIPE_ALIGN	(64 * 1024)
+#define ZC_MIN		(64 * 1024)	/* MSG_ZEROCOPY from this payload on */
+#define IOV_BATCH	64		/* iovecs per sendmsg */
+#define RX_FRAMES	64		/* frames per stream and progress call */
+#define MAX_EVENTS	64
+#define OP_CACHE	64
+#define CHECK_NS	(100 * 1000000LL)	/* deadline checks */
+#define DRAIN_POLL_US	50		/* graceful close: between looks */
+
+#ifndef SO_EE_ORIGIN_ZEROCOPY
+#define SO_EE_ORIGIN_ZEROCOPY	5
+#endif
+#ifndef SO_EE_CODE_ZEROCOPY_COPIED
+#define SO_EE_CODE_ZEROCOPY_COPIED	1
+#endif
+
+/* What an event in our epoll set refers to. */
+enum tsrc_kind {
+	TSRC_LISTEN,
+	TSRC_HELLO,
+	TSRC_STREAM,
+	TSRC_TIMER,
+};
+
+enum op_kind {
+	OP_PUT,
+	OP_GET,
+	OP_FLUSH,
+	OP_GET_RESP,	/* answers: no request */
+	OP_FLUSH_ACK,
+};
+
+/*
+ * One frame to send: a request's piece on one stream, or an answer. A
+ * request cut into several pieces is completed by its lead piece, which
+ * counts the pieces left and lives until the last.
+ */
+struct tcp_op {
+	struct list_node node;	/* stream's txq, then waitq or zcq */
+	struct tcp_op *lead;	/* NULL for answers and a closing flush */
+	struct req *r;		/* lead only */
+	uint32_t pieces;	/* lead only: pieces not done */
+	int err;		/* lead only: the first error */
+	uint8_t kind;		/* enum op_kind */
+	bool zc;		/* some of it went zero-copy */
+	uint8_t hdr_sent;
+	uint8_t hdr[TCP_HDR_LEN];
+	uint64_t data_off;	/* payload in our buffer */
+	uint64_t data_len, data_sent;
+	uint32_t zc_seq;	/* zerocopy sends that must complete first */
+	uint64_t exp_off;	/* get: where its answer must land */
+	uint32_t exp_len;
+};
+
+struct tcp_peer;
+
+struct tcp_stream {
+	enum tsrc_kind kind;	/* TSRC_STREAM */
+	struct tcp_peer *tp;
+	int fd;			/* -1 until the dialer's connection comes */
+	uint16_t idx;
+	bool want_out;		/* EPOLLOUT in the set */
+	bool zc;		/* MSG_ZEROCOPY still pays */
+	struct list_node heldq;	/* requests beyond the window, in order */
+	struct list_node txq;	/* to send, in order */
+	struct list_node waitq;	/* sent gets and flushes, awaiting answers */
+	struct list_node zcq;	/* sent puts whose pages the kernel holds */
+	uint32_t nasks;		/* our gets and flushes in txq and waitq */
+	uint32_t nowed;		/* answers we owe the peer */
+	uint32_t zc_next;	/* zerocopy sends made */
+	uint32_t zc_done;	/* zerocopy sends the kernel finished */
+	/* receive side */
+	uint8_t *rx;
+	uint32_t rx_off, rx_len;
+	uint8_t type, flags;	/* the frame whose payload is coming */
+	uint64_t tag;
+	uint8_t *dst;		/* where it goes */
+	uint64_t left;		/* bytes of it still to come */
+	int64_t last_rx;	/* ns: the last byte that came */
+	int64_t last_tx;	/* ns: the last byte that left */
+};
+
+struct tcp_peer {
+	struct tcp_ctx *ctx;
+	struct peer *peer;
+	uint32_t nch;
+	uint32_t next;		/* round robin */
+	uint32_t attached;	/* streams that are connected */
+	bool listener;		/* the streams come to us */
+	int err;		/* failed: every post fails with it */
+	int64_t attach_deadline;	/* listener: the streams must come by then */
+	uint8_t token[TCP_TOKEN_LEN];
+	struct list_node node;	/* ctx->peers */
+	struct tcp_stream *st;	/* nch of them */
+};
+
+/* An accepted data connection until its hello names a peer and stream. */
+struct tcp_hello {
+	enum tsrc_kind kind;	/* TSRC_HELLO */
+	int fd;
+	uint32_t have;
+	int64_t deadline;
+	struct list_node node;	/* ctx->hellos */
+	uint8_t buf[TCP_HELLO_LEN];
+};
+
+struct tcp_ctx {
+	struct hmc_comm *comm;
+	struct futex_mutex lock;
+	uint8_t *base;
+	uint64_t size;
+	uint32_t want_ch;	/* our num_chs */
+	bool zerocopy;		/* HMC_TCP_ZEROCOPY=1: MSG_ZEROCOPY for big payloads */
+	int epfd;
+	int timerfd;		/* wakes the engine for deadlines (arm()) */
+	enum tsrc_kind timer_kind;	/* TSRC_TIMER */
+	bool timer_set;
+	enum tsrc_kind listen_kind;	/* TSRC_LISTEN: lfd's epoll tag */
+	int lfd;		/* data listener, once we are a listener */
+	uint16_t lport;
+	struct list_node peers;
+	struct list_node hellos;
+	int64_t next_check;
+	struct tcp_op *cache[OP_CACHE];
+	uint32_t ncache;
+};
+
+static void peer_fail(struct tcp_peer *tp, int err);
+
+/* ---------------------------------------------------------------- ops */
+
+static __hot struct tcp_op *op_get(struct tcp_ctx *t)
+{
+	struct tcp_op *op;
+
+	op = t->ncache ? t->cache[--t->ncache] : malloc(sizeof(*op));
+	if (op)
+		memset(op, 0, sizeof(*op));
+	return op;
+}
+
+static __hot void op_put(struct tcp_ctx *t, struct tcp_op *op)
+{
+	if (t->ncache < OP_CACHE)
+		t->cache[t->ncache++] = op;
+	else
+		free(op);
+}
+
+static void hdr_encode(uint8_t *h, uint8_t type, uint8_t flags, uint32_t len,
+		       uint64_t off, uint64_t arg)
+{
+	h[0] = type;
+	h[1] = flags;
+	put_be16(h + 2, 0);
+	put_be32(h + 4, len);
+	put_be64(h + 8, off);
+	put_be64(h + 16, arg);
+}
+
+/* A piece is done (or failed): the request completes with its last piece. */
+static __hot void op_done(struct tcp_ctx *t, struct tcp_op *op, int err)
+{
+	struct tcp_op *lead = op->lead;
+
+	if (lead) {
+		if (err && !lead->err)
+			lead->err = err;
+		if (!--lead->pieces) {
+			req_complete(lead->r, lead->err);
+			if (lead != op)
+				op_put(t, lead);
+		} else if (lead == op) {
+			return;		/* the others still count on it */
+		}
+	}
+	op_put(t, op);
+}
+
+static void fail_list(struct tcp_ctx *t, struct list_node *head, int err)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, head) {
+		list_del(pos);
+		op_done(t, container_of(pos, struct tcp_op, node), err);
+	}
+}
+
+/* ------------------------------------------------------------- epoll */
+
+static int ep_set(struct tcp_ctx *t, int op, int fd, uint32_t events,
+		  void *ptr)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
+
+	if (epoll_ctl(t->epfd, op, fd, &ev))
+		return -errno;
+	return 0;
+}
+
+static void want_out(struct tcp_stream *s, bool on)
+{
+	if (s->want_out == on || s->fd < 0)
+		return;
+	if (!ep_set(s->tp->ctx, EPOLL_CTL_MOD, s->fd,
+		    EPOLLIN | (on ? EPOLLOUT : 0), s))
+		s->want_out = on;
+}
+
+/* ---------------------------------------------------------- sending */
+
+/*
+ * Account for @n bytes that left: pieces fully sent move on (puts
+ * complete, or wait for their pages if sent zero-copy; gets and flushes
+ * await their answers; answers are done).
+ */
+static __hot void sent(struct tcp_stream *s, size_t n, bool zc)
+{
+	struct tcp_ctx *t = s->tp->ctx;
+
+	while (!list_empty(&s->txq)) {
+		struct tcp_op *op = container_of(s->txq.next, struct tcp_op,
+						 node);
+		size_t take;
+
+		take = min_t(size_t, n, TCP_HDR_LEN - op->hdr_sent);
+		op->hdr_sent += take;
+		n -= take;
+		take = min_t(size_t, n, op->data_len - op->data_sent);
+		if (take && zc) {
+			op->zc = true;
+			op->zc_seq = s->zc_next;	/* this send counted */
+		}
+		op->data_sent += take;
+		n -= take;
+		if (op->hdr_sent < TCP_HDR_LEN ||
+		    op->data_sent < op->data_len)
+			break;
+		list_del(&op->node);
+		switch (op->kind) {
+		case OP_PUT:
+			/* its zero-copy part may be reported done already */
+			if (op->zc && (int32_t)(s->zc_done - op->zc_seq) < 0)
+				list_add_tail(&s->zcq, &op->node);
+			else
+				op_done(t, op, 0);
+			break;
+		case OP_GET:
+		case OP_FLUSH:
+			list_add_tail(&s->waitq, &op->node);
+			break;
+		default:	/* our answers: their bytes are ours again at once */
+			s->nowed--;
+			op_put(t, op);
+			break;
+		}
+	}
+}
+
+static bool is_ask(const struct tcp_op *op)
+{
+	return op->kind == OP_GET || op->kind == OP_FLUSH;
+}
+
+/* Requests the window admits again move from the held queue to the wire. */
+static void release_held(struct tcp_stream *s)
+{
+	while (!list_empty(&s->heldq)) {
+		struct tcp_op *op = container_of(s->heldq.next, struct tcp_op,
+						 node);
+
+		if (is_ask(op) && s->nasks >= TCP_WINDOW)
+			break;
+		s->nasks += is_ask(op);
+		list_del(&op->node);
+		list_add_tail(&s->txq, &op->node);
+	}
+}
+
+/*
+ * Send what the stream has queued until the socket is full: 0 or the
+ * error that fails the peer. Small frames go many to one sendmsg; a
+ * payload of ZC_MIN bytes or more goes alone, zero-copy while that pays.
+ */
+static __hot int push(struct tcp_stream *s)
+{
+	struct tcp_ctx *t = s->tp->ctx;
+	struct iovec iov[IOV_BATCH];
+	struct msghdr msg = { .msg_iov = iov };
+	struct list_node *pos;
+	ssize_t n;
+	bool zc;
+
+	if (s->fd < 0)
+		return 0;
+	while (!list_empty(&s->txq)) {
+		msg.msg_iovlen = 0;
+		zc = false;
+		for (pos = s->txq.next; pos != &s->txq &&
+		     msg.msg_iovlen + 2 <= IOV_BATCH; pos = pos->next) {
+			struct tcp_op *op = container_of(pos, struct tcp_op,
+							 node);
+			uint64_t rest = op->data_len - op->data_sent;
+			bool big = s->zc && rest >= ZC_MIN;
+
+			if (op->hdr_sent < TCP_HDR_LEN)
+				iov[msg.msg_iovlen++] = (struct iovec){
+					op->hdr + op->hdr_sent,
+					TCP_HDR_LEN - op->hdr_sent };
+			/*
+			 * The kernel reads a zero-copy send's pages until it
+			 * reports them done: never the header, whose op an
+			 * answer reuses at once, so that goes before, copied.
+			 */
+			if (big) {
+				if (op->hdr_sent == TCP_HDR_LEN &&
+				    !msg.msg_iovlen) {
+					iov[msg.msg_iovlen++] = (struct iovec){
+						t->base + op->data_off +
+						op->data_sent, rest };
+					zc = true;
+				}
+				break;
+			}
+			if (rest)
+				iov[msg.msg_iovlen++] = (struct iovec){
+					t->base + op->data_off + op->data_sent,
+					rest };
+		}
+		n = sendmsg(s->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT |
+			    (zc ? MSG_ZEROCOPY : 0));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				want_out(s, true);
+				return 0;
+			}
+			if (errno == ENOBUFS && zc) {
+				/* out of optmem for notifications: copy */
+				s->zc = false;
+				continue;
+			}
+			return -errno;
+		}
+		s->last_tx = now_ns();
+		if (zc)
+			s->zc_next++;
+		sent(s, (size_t)n, zc);
+	}
+	want_out(s, false);
+	return 0;
+}
+
+/* Zerocopy notifications: puts whose pages the kernel released complete. */
+static int reap_zc(struct tcp_stream *s)
+{
+	struct tcp_ctx *t = s->tp->ctx;
+	char control[128];
+	struct msghdr msg = { .msg_control = control };
+	struct sock_extended_err *ee;
+	struct cmsghdr *cm;
+	struct list_node *pos, *tmp;
+
+	for (;;) {
+		msg.msg_controllen = sizeof(control);
+		if (recvmsg(s->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			break;
+		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			if (!((cm->cmsg_level == SOL_IP &&
+			       cm->cmsg_type == IP_RECVERR) ||
+			      (cm->cmsg_level == SOL_IPV6 &&
+			       cm->cmsg_type == IPV6_RECVERR)))
+				continue;
+			ee = (struct sock_extended_err *)CMSG_DATA(cm);
+			if (ee->ee_origin != SO_EE_ORIGIN_ZEROCOPY)
+				return ee->ee_errno ? -(int)ee->ee_errno : -EIO;
+			/* [ee_info, ee_data] finished; sends are numbered from 0 */
+			if ((int32_t)(ee->ee_data + 1 - s->zc_done) > 0)
+				s->zc_done = ee->ee_data + 1;
+			if (ee->ee_code & SO_EE_CODE_ZEROCOPY_COPIED)
+				s->zc = false;
+		}
+	}
+	list_for_each_safe(pos, tmp, &s->zcq) {
+		struct tcp_op *op = container_of(pos, struct tcp_op, node);
+
+		if ((int32_t)(s->zc_done - op->zc_seq) < 0)
+			break;
+		list_del(pos);
+		op_done(t, op, 0);
+	}
+	return 0;
+}
+
+/* Queue request @op on @s and send what can go (lock held). */
+static __hot void queue_op(struct tcp_stream *s, struct tcp_op *op)
+{
+	bool idle = list_empty(&s->txq);
+	int rc;
+
+	list_add_tail(&s->heldq, &op->node);
+	release_held(s);
+	if (idle && !list_empty(&s->txq)) {
+		rc = push(s);
+		if (rc)
+			peer_fail(s->tp, rc);
+	}
+}
+
+/* -------------------------------------------------------- receiving */
+
+/* Queue an answer (GET_RESP or FLUSH_ACK) the peer asked for. */
+static int answer(struct tcp_stream *s, uint8_t kind, uint64_t off,
+		  uint32_t len, uint64_t arg)
+{
+	struct tcp_ctx *t = s->tp->ctx;
+	struct tcp_op *op;
+
+	if (s->nowed >= TCP_WINDOW)
+		return -EPROTO;		/* it asks for more than it may */
+	op = op_get(t);
+	if (!op)
+		return -ENOMEM;
+	op->kind = kind;
+	if (kind == OP_GET_RESP) {
+		hdr_encode(op->hdr, TCP_GET_RESP, 0, len, arg, 0);
+		op->data_off = off;
+		op->data_len = len;
+	} else {
+		hdr_encode(op->hdr, TCP_FLUSH_ACK, 0, 0, 0, 0);
+	}
+	s->nowed++;
+	list_add_tail(&s->txq, &op->node);
+	return 0;
+}
+
+/* The oldest answer we await on @s, if it is a @kind. */
+static struct tcp_op *awaited(struct tcp_stream *s, uint8_t kind)
+{
+	struct tcp_op *op;
+
+	if (list_empty(&s->waitq))
+		return NULL;
+	op = container_of(s->waitq.next, struct tcp_op, node);
+	return op->kind == kind ? op : NULL;
+}
+
+/* The frame whose payload just finished. */
+static void frame_done(struct tcp_stream *s)
+{
+	struct tcp_ctx *t = s->tp->ctx;
+	struct tcp_op *op;
+
+	if (s->type == TCP_PUT) {
+		if (s->flags & TCP_F_SIGNAL) {
+			/* the bytes are in memory before the tag is seen */
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			comm_deliver_tag(t->comm, s->tp->peer, s->tag);
+		}
+		return;
+	}
+	op = awaited(s, OP_GET);	/* checked when the header came */
+	list_del(&op->node);
+	s->nasks--;
+	op_done(t, op, 0);
+	release_held(s);
+}
+
+/* A frame header: check it against our buffer and what we await. */
+static int frame_start(struct tcp_stream *s, const uint8_t *h)
+{
+	struct tcp_ctx *t = s->tp->ctx;
+	uint32_t len = get_be32(h + 4);
+	uint64_t off = get_be64(h + 8), arg = get_be64(h + 16);
+	struct tcp_op *op;
+
+	if (get_be16(h + 2) || len > TCP_FRAME_MAX)
+		return -EPROTO;
+	s->type = h[0];
+	s->flags = h[1];
+	switch (h[0]) {
+	case TCP_PUT:
+		if (h[1] & ~TCP_F_SIGNAL || range_check(t->size, off, len))
+			return -EPROTO;
+		s->tag = arg;
+		break;
+	case TCP_GET:
+		if (h[1] || !len || range_check(t->size, off, len))
+			return -EPROTO;
+		return answer(s, OP_GET_RESP, off, len, arg);
+	case TCP_GET_RESP:
+		op = awaited(s, OP_GET);
+		if (h[1] || arg || !op || op->exp_off != off ||
+		    op->exp_len != len)
+			return -EPROTO;
+		break;
+	case TCP_FLUSH:
+		if (h[1] || len || off || arg)
+			return -EPROTO;
+		return answer(s, OP_FLUSH_ACK, 0, 0, 0);
+	case TCP_FLUSH_ACK:
+		op = awaited(s, OP_FLUSH);
+		if (h[1] || len || off || arg || !op)
+			return -EPROTO;
+		list_del(&op->node);
+		s->nasks--;
+		op_done(t, op, 0);
+		release_held(s);
+		return 0;
+	default:
+		return -EPROTO;
+	}
+	s->dst = t->base + off;
+	s->left = len;
+	if (!len)
+		frame_done(s);
+	return 0;
+}
+
+static int recv_into(struct tcp_stream *s, void *dst, size_t len)
+{
+	ssize_t n;
+
+	do {
+		n = recv(s->fd, dst, len, MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		s->last_rx = now_ns();
+		return (int)min_t(size_t, n, INT32_MAX);
+	}
+	if (!n)
+		return -ECONNRESET;
+	return errno == EAGAIN ? 0 : -errno;
+}
+
+/*
+ * Read what the stream has, up to RX_FRAMES frames and what the receive
+ * buffer holds: 0 or the error that fails the peer. A payload goes straight to its place in the buffer; the
+ * receive buffer only carries headers and what came along with them.
+ */
+static __hot int pull(struct tcp_stream *s)
+{
+	uint32_t avail, frames = 0;
+	int n;
+
+	for (;;) {
+		avail = s->rx_len - s->rx_off;
+		/* what the buffer holds must go: epoll only tells of the socket */
+		if (frames >= RX_FRAMES && !avail && !s->left)
+			return 0;
+		if (s->left) {
+			if (avail) {
+				n = (int)min_t(uint64_t, avail, s->left);
+				memcpy(s->dst, s->rx + s->rx_off, n);
+				s->rx_off += n;
+			} else {
+				n = recv_into(s, s->dst,
+					      min_t(uint64_t, s->left,
+						    INT32_MAX));
+				if (n <= 0)
+					return n;
+			}
+			s->dst += n;
+			s->left -= n;
+			if (!s->left) {
+				frame_done(s);
+				frames++;
+			}
+			continue;
+		}
+		if (avail >= TCP_HDR_LEN) {
+			n = frame_start(s, s->rx + s->rx_off);
+			if (n)
+				return n;
+			s->rx_off += TCP_HDR_LEN;
+			frames += !s->left;
+			continue;
+		}
+		if (s->rx_off) {
+			memmove(s->rx, s->rx + s->rx_off, avail);
+			s->rx_off = 0;
+			s->rx_len = avail;
+		}
+		n = recv_into(s, s->rx + s->rx_len, RX_BUF - s->rx_len);
+		if (n <= 0)
+			return n;
+		s->rx_len += n;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ peers */
+
+static void stream_close(struct tcp_stream *s)
+{
+	if (s->fd < 0)
+		return;
+	epoll_ctl(s->tp->ctx->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	close(s->fd);
+	s->fd = -1;
+}
+
+/* Fail every request of @tp's streams with @err (lock held). */
+static void fail_ops(struct tcp_peer *tp, int err)
+{
+	struct tcp_ctx *t = tp->ctx;
+	uint32_t i;
+
+	for (i = 0; i < tp->nch; i++) {
+		struct tcp_stream *s = &tp->st[i];
+
+		fail_list(t, &s->heldq, err);
+		fail_list(t, &s->txq, err);
+		fail_list(t, &s->waitq, err);
+		fail_list(t, &s->zcq, err);
+		s->nasks = s->nowed = 0;
+	}
+}
+
+/*
+ * @tp is broken: its requests fail, its streams leave the epoll set (an
+ * EOF would fire forever) and the core tears it down.
+ */
+static void peer_fail(struct tcp_peer *tp, int err)
+{
+	uint32_t i;
+
+	if (tp->err)
+		return;
+	tp->err = err;
+	pr_debug("rank %u: tcp transport to rank %u failed: %s",
+		 tp->ctx->comm->rank, tp->peer->rank, hmc_strerror(err));
+	for (i = 0; i < tp->nch; i++)
+		if (tp->st[i].fd >= 0)
+			epoll_ctl(tp->ctx->epfd, EPOLL_CTL_DEL, tp->st[i].fd,
+				  NULL);
+	fail_ops(tp, err);
+	comm_peer_error(tp->ctx->comm, tp->peer, err);
+}
+
+static int set_sockopts(struct tcp_ctx *t, int fd)
+{
+	unsigned int tmo = (unsigned int)t->comm->op_timeout_ms;
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		return -errno;
+	/* a peer whose host vanished: unacknowledged data fails the socket */
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &tmo, sizeof(tmo));
+	return 0;
+}
+
+/* @fd is stream @s from now on. */
+static int stream_attach(struct tcp_stream *s, int fd, bool in_set)
+{
+	struct tcp_ctx *t = s->tp->ctx;
+	int one = 1, rc;
+
+	rc = set_sockopts(t, fd);
+	if (rc)
+		return rc;
+	s->zc = t->zerocopy &&
+		!setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one));
+	rc = ep_set(t, in_set ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, EPOLLIN, s);
+	if (rc)
+		return rc;
+	s->fd = fd;
+	s->want_out = false;
+	s->last_rx = s->last_tx = now_ns();
+	s->tp->attached++;
+	return 0;
+}
+
+static void tcp_fini(void *ctx)
+{
+	struct tcp_ctx *t = ctx;
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &t->hellos) {
+		struct tcp_hello *h = container_of(pos, struct tcp_hello, node);
+
+		close(h->fd);
+		free(h);
+	}
+	if (t->lfd >= 0)
+		close(t->lfd);
+	close(t->timerfd);
+	close(t->epfd);
+	while (t->ncache)
+		free(t->cache[--t->ncache]);
+	free(t);
+}
+
+static bool env_flag(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, "1");
+}
+
+static int tcp_init(struct hmc_comm *comm, void **ctx)
+{
+	struct tcp_ctx *t;
+	int rc;
+
+	if (hmc_buf_mem_type(comm->buf) != HMC_MEM_CPU)
+		return -EOPNOTSUPP;	/* the kernel reads and writes it */
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->timerfd = -1;
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (t->epfd < 0)
+		goto err;
+	t->timerfd = timerfd_create(CLOCK_MONOTONIC,
+				    TFD_NONBLOCK | TFD_CLOEXEC);
+	if (t->timerfd < 0)
+		goto err;
+	t->timer_kind = TSRC_TIMER;
+	if (ep_set(t, EPOLL_CTL_ADD, t->timerfd, EPOLLIN, &t->timer_kind))
+		goto err;
+	t->comm = comm;
+	t->base = hmc_buf_ptr(comm->buf);
+	t->size = hmc_buf_size(comm->buf);
+	t->want_ch = min_t(uint32_t, comm->num_chs, TCP_MAX_STREAMS);
+	t->zerocopy = env_flag("HMC_TCP_ZEROCOPY");
+	t->listen_kind = TSRC_LISTEN;
+	t->lfd = -1;
+	list_init(&t->peers);
+	list_init(&t->hellos);
+	*ctx = t;
+	return 0;
+err:
+	rc = -errno;
+	if (t->timerfd >= 0)
+		close(t->timerfd);
+	if (t->epfd >= 0)
+		close(t->epfd);
+	free(t);
+	return rc;
+}
+
+static int tcp_peer_create(void *ctx, struct peer *peer, void **xpeer)
+{
+	struct tcp_ctx *t = ctx;
+	struct tcp_peer *tp = calloc(1, sizeof(*tp));
+
+	if (!tp)
+		return -ENOMEM;
+	tp->ctx = t;
+	tp->peer = peer;
+	list_init(&tp->node);
+	*xpeer = tp;
+	return 0;
+}
+
+/* Allocate @nch streams, not connected yet. */
+static int streams_alloc(struct tcp_peer *tp, uint32_t nch)
+{
+	uint32_t i;
+
+	tp->st = calloc(nch, sizeof(*tp->st));
+	if (!tp->st)
+		return -ENOMEM;
+	tp->nch = nch;
+	for (i = 0; i < nch; i++) {
+		struct tcp_stream *s = &tp->st[i];
+
+		s->kind = TSRC_STREAM;
+		s->tp = tp;
+		s->fd = -1;
+		s->idx = (uint16_t)i;
+		list_init(&s->heldq);
+		list_init(&s->txq);
+		list_init(&s->waitq);
+		list_init(&s->zcq);
+		s->rx = malloc(RX_BUF);
+		if (!s->rx)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The data listener, on the control listener's address (lock held). */
+static int listen_data(struct tcp_ctx *t)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN];
+	const void *a;
+	int rc;
+
+	if (t->lfd >= 0)
+		return 0;
+	if (t->comm->listeners[0].fd < 0 ||
+	    getsockname(t->comm->listeners[0].fd, (struct sockaddr *)&ss, &sl))
+		return -ENOTCONN;
+	a = ss.ss_family == AF_INET6 ?
+	    (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr :
+	    (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+	if (!inet_ntop(ss.ss_family, a, ip, sizeof(ip)))
+		return -errno;
+	rc = sock_listen_tcp(ip, 0, &t->lfd, &t->lport);
+	if (rc)
+		return rc;
+	rc = ep_set(t, EPOLL_CTL_ADD, t->lfd, EPOLLIN, &t->listen_kind);
+	if (rc) {
+		close(t->lfd);
+		t->lfd = -1;
+	}
+	return rc;
+}
+
+/*
+ * The address the dialer reaches our data listener at: the listener's own
+ * if it is bound to one; else the one the control connection came to, or
+ * loopback when that is a Unix socket (the dialer shares our network
+ * namespace then: abstract Unix names are per namespace).
+ */
+static int data_addr(struct tcp_ctx *t, struct tcp_peer *tp, uint8_t *family,
+		     uint8_t *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	bool any;
+
+	if (getsockname(t->lfd, (struct sockaddr *)&ss, &sl))
+		return -errno;
+	any = ss.ss_family == AF_INET6 ?
+	      IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) :
+	      s4->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (any) {
+		struct conn *cn = tp->peer->conn;
+		int fam = ss.ss_family;
+
+		sl = sizeof(ss);
+		if (cn && !cn->is_unix) {
+			if (getsockname(cn->fd, (struct sockaddr *)&ss, &sl))
+				return -errno;
+		} else if (fam == AF_INET6) {
+			s6->sin6_family = AF_INET6;
+			s6->sin6_addr = in6addr_loopback;
+		} else {
+			s4->sin_family = AF_INET;
+			s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		}
+	}
+	memset(addr, 0, 16);
+	if (ss.ss_family == AF_INET6) {
+		*family = 6;
+		memcpy(addr, &s6->sin6_addr, 16);
+	} else {
+		*family = 4;
+		memcpy(addr, &s4->sin_addr, 4);
+	}
+	return 0;
+}
+
+static int tcp_peer_info(void *ctx, void *xpeer, uint8_t *blob, uint32_t cap,
+			 uint32_t *len)
+{
+	struct tcp_ctx *t = ctx;
+	struct tcp_peer *tp = xpeer;
+	uint8_t family = 0;
+	int rc = 0;
+
+	if (cap < TCP_BLOB_LEN)
+		return -EMSGSIZE;
+	memset(blob, 0, TCP_BLOB_LEN);
+	futex_mutex_lock(&t->lock);
+	if (tp->listener) {	/* we have the dialer's blob: tell where to come */
+		rc = listen_data(t);
+		if (!rc)
+			rc = data_addr(t, tp, &family, blob + 8);
+		if (!rc && getrandom(tp->token, sizeof(tp->token), 0) !=
+			   sizeof(tp->token))
+			rc = -EIO;
+		if (!rc) {
+			put_be16(blob + 4, t->lport);
+			memcpy(blob + 24, tp->token, TCP_TOKEN_LEN);
+			tp->attach_deadline =
+				deadline_after_ms(t->comm->connect_timeout_ms);
+			list_add_tail(&t->peers, &tp->node);
+		}
+	}
+	futex_mutex_unlock(&t->lock);
+	if (rc)
+		return rc;
+	blob[0] = TCP_VERSION;
+	blob[1] = family;
+	put_be16(blob + 2, (uint16_t)(tp->nch ? tp->nch : t->want_ch));
+	*len = TCP_BLOB_LEN;
+	return 0;
+}
+
+/* Read exactly @len bytes before @deadline (the dialer's handshake). */
+static int read_exact(int fd, uint8_t *buf, size_t len, int64_t deadline)
+{
+	size_t have = 0;
+	ssize_t n;
+	int rc;
+
+	while (have < len) {
+		rc = sock_wait_readable(fd, deadline);
+		if (rc)
+			return rc;
+		n = recv(fd, buf + have, len - have, MSG_DONTWAIT);
+		if (n > 0)
+			have += (size_t)n;
+		else if (!n)
+			return -ECONNRESET;
+		else if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Dialer: open stream @s to @ip:@port and present the token. */
+static int dial_stream(struct tcp_peer *tp, struct tcp_stream *s,
+		       const char *ip, uint16_t port, int64_t deadline)
+{
+	struct tcp_ctx *t = tp->ctx;
+	uint8_t hello[TCP_HELLO_LEN] = { 0 }, ack[TCP_ACK_LEN];
+	struct iovec iov = { hello, sizeof(hello) };
+	int fd, rc;
+
+	rc = sock_dial_tcp(ip, port, deadline, &fd);
+	if (rc)
+		return rc;
+	put_be32(hello, TCP_HELLO_MAGIC);
+	hello[4] = TCP_VERSION;
+	put_be16(hello + 6, s->idx);
+	put_be16(hello + 8, (uint16_t)tp->nch);
+	memcpy(hello + 12, tp->token, TCP_TOKEN_LEN);
+	put_be32(hello + 28, t->comm->rank);
+	rc = sock_send_all(fd, &iov, 1, -1, deadline);
+	if (!rc)
+		rc = read_exact(fd, ack, sizeof(ack), deadline);
+	if (!rc && (get_be32(ack) != TCP_ACK_MAGIC ||
+		    get_be16(ack + 4) != s->idx || get_be16(ack + 6)))
+		rc = -EPROTO;
+	if (!rc) {
+		futex_mutex_lock(&t->lock);
+		rc = stream_attach(s, fd, false);
+		futex_mutex_unlock(&t->lock);
+	}
+	if (rc)
+		close(fd);
+	return rc;
+}
+
+static int tcp_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
+			    uint32_t len)
+{
+	struct tcp_ctx *t = ctx;
+	struct tcp_peer *tp = xpeer;
+	int64_t deadline = deadline_after_ms(t->comm->connect_timeout_ms);
+	char ip[INET6_ADDRSTRLEN];
+	uint32_t nch, i;
+	uint16_t port;
+	int rc;
+
+	if (len != TCP_BLOB_LEN || blob[0] != TCP_VERSION)
+		return -EPROTO;
+	nch = get_be16(blob + 2);
+	port = get_be16(blob + 4);
+	if (!nch || nch > TCP_MAX_STREAMS || get_be16(blob + 6))
+		return -EPROTO;
+	if (!blob[1]) {		/* the dialer's: its streams will come to us */
+		if (port || tp->st)
+			return -EPROTO;
+		tp->listener = true;
+		return streams_alloc(tp, nch > t->want_ch ? nch : t->want_ch);
+	}
+	/* The listener's answer: it chose the count, we dial. */
+	if ((blob[1] != 4 && blob[1] != 6) || !port || tp->st ||
+	    nch < t->want_ch)
+		return -EPROTO;
+	if (!inet_ntop(blob[1] == 4 ? AF_INET : AF_INET6, blob + 8, ip,
+		       sizeof(ip)))
+		return -EPROTO;
+	memcpy(tp->token, blob + 24, TCP_TOKEN_LEN);
+	rc = streams_alloc(tp, nch);
+	if (rc)
+		return rc;
+	tp->attach_deadline = deadline;
+	futex_mutex_lock(&t->lock);
+	list_add_tail(&t->peers, &tp->node);
+	futex_mutex_unlock(&t->lock);
+	for (i = 0; i < nch && !rc; i++)
+		rc = dial_stream(tp, &tp->st[i], ip, port, deadline);
+	if (rc)
+		pr_info("rank %u: tcp data connection to rank %u at %s:%u: %s",
+			t->comm->rank, tp->peer->rank, ip, port,
+			hmc_strerror(rc));
+	return rc;
+}
+
+static bool peer_idle(struct tcp_peer *tp)
+{
+	uint32_t i;
+
+	for (i = 0; i < tp->nch; i++)
+		if (!list_empty(&tp->st[i].heldq) ||
+		    !list_empty(&tp->st[i].txq) ||
+		    !list_empty(&tp->st[i].waitq) ||
+		    !list_empty(&tp->st[i].zcq) || tp->st[i].left)
+			return false;
+	return true;
+}
+
+static void drive_stream(struct tcp_stream *s, uint32_t events);
+
+/*
+ * Graceful close: let what was posted finish, until @deadline, and end
+ * with a flush of every stream, so that the peer has placed all we sent,
+ * tags included, before the control plane says goodbye.
+ */
+static void drain_peer(struct tcp_ctx *t, struct tcp_peer *tp,
+		       int64_t deadline)
+{
+	struct tcp_op *op;
+	uint32_t i;
+
+	for (i = 0; i < tp->nch && !tp->err && tp->attached == tp->nch; i++) {
+		op = op_get(t);
+		if (!op)
+			break;
+		op->kind = OP_FLUSH;	/* no request: lead stays NULL */
+		hdr_encode(op->hdr, TCP_FLUSH, 0, 0, 0, 0);
+		queue_op(&tp->st[i], op);
+	}
+	while (!tp->err && tp->attached == tp->nch && !peer_idle(tp) &&
+	       !deadline_passed(deadline)) {
+		for (i = 0; i < tp->nch && !tp->err; i++)
+			drive_stream(&tp->st[i], EPOLLIN | EPOLLOUT | EPOLLERR);
+		futex_mutex_unlock(&t->lock);
+		usleep(DRAIN_POLL_US);
+		futex_mutex_lock(&t->lock);
+	}
+}
+
+static void tcp_peer_destroy(void *ctx, void *xpeer, bool graceful,
+			     int64_t deadline)
+{
+	struct tcp_ctx *t = ctx;
+	struct tcp_peer *tp = xpeer;
+	uint32_t i;
+
+	futex_mutex_lock(&t->lock);
+	if (graceful && tp->st)
+		drain_peer(t, tp, deadline);
+	fail_ops(tp, tp->err ? tp->err : -ENOTCONN);
+	for (i = 0; i < tp->nch; i++) {
+		stream_close(&tp->st[i]);
+		free(tp->st[i].rx);
+	}
+	list_del(&tp->node);
+	futex_mutex_unlock(&t->lock);
+	free(tp->st);
+	free(tp);
+}
+
+/* ---------------------------------------------------------- posting */
+
+/*
+ * Cut a put or get into pieces: one per stream from STRIPE_MIN bytes on
+ * (at least STRIPE_ALIGN bytes each), none over TCP_FRAME_MAX.
+ */
+static uint64_t piece_len(const struct tcp_peer *tp, uint64_t len)
+{
+	uint64_t piece = len;
+
+	if (len >= STRIPE_MIN && tp->nch > 1) {
+		piece = (len + tp->nch - 1) / tp->nch;
+		piece = (piece + STRIPE_ALIGN - 1) & ~(uint64_t)(STRIPE_ALIGN - 1);
+	}
+	return piece > TCP_FRAME_MAX ? TCP_FRAME_MAX : piece;
+}
+
+static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
+			 enum req_op kind, uint64_t loff, uint64_t roff,
+			 uint64_t len, const uint64_t *tag)
+{
+	uint64_t piece = piece_len(tp, len), done = 0;
+	uint32_t n, i, first = tp->next;
+	struct tcp_op *lead = NULL, *op;
+	int rc = 0;
+
+	if (tp->err)
+		return tp->err;
+	if (kind == REQ_MSG)	/* lib/msg's, never posted */
+		return -EINVAL;
+	if (kind == REQ_FLUSH)
+		n = tp->nch;
+	else
+		n = len ? (uint32_t)((len + piece - 1) / piece) : 1;
+	for (i = 0; i < n && !tp->err; i++) {
+		struct tcp_stream *s;
+		uint64_t plen = kind == REQ_FLUSH ? 0 :
+				min_t(uint64_t, piece, len - done);
+
+		op = op_get(t);
+		if (!op) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (!lead) {
+			lead = op;
+			lead->r = r;
+			lead->pieces = n + 1;	/* + ours until all are queued */
+		}
+		op->lead = lead;
+		/*
+		 * A put_signal goes whole on the first stream: its tag
+		 * follows its bytes, and the tags of put_signals their order.
+		 */
+		s = &tp->st[tag ? 0 : (first + i) % tp->nch];
+		switch (kind) {
+		case REQ_PUT:
+			op->kind = OP_PUT;
+			hdr_encode(op->hdr, TCP_PUT,
+				   tag && i == n - 1 ? TCP_F_SIGNAL : 0,
+				   (uint32_t)plen, roff + done,
+				   tag && i == n - 1 ? *tag : 0);
+			op->data_off = loff + done;
+			op->data_len = plen;
+			break;
+		case REQ_GET:
+			op->kind = OP_GET;
+			hdr_encode(op->hdr, TCP_GET, 0, (uint32_t)plen,
+				   roff + done, loff + done);
+			op->exp_off = loff + done;
+			op->exp_len = (uint32_t)plen;
+			break;
+		case REQ_FLUSH:
+			op->kind = OP_FLUSH;
+			hdr_encode(op->hdr, TCP_FLUSH, 0, 0, 0, 0);
+			break;
+		case REQ_MSG:	/* refused above */
+			break;
+		}
+		done += plen;
+		queue_op(s, op);
+	}
+	if (!tag)
+		tp->next = (first + n) % tp->nch;
+	if (!lead)
+		return rc;
+	/*
+	 * Pieces never made count as failed; the request is the
+	 * transport's once any piece is queued.
+	 */
+	if (i < n) {
+		lead->pieces -= n - i;
+		if (!lead->err)
+			lead->err = rc ? rc : tp->err;
+	}
+	op_done(t, lead, 0);	/* drops our own count */
+	return 0;
+}
+
+static __hot int tcp_post(void *ctx, void *xpeer, struct req *r,
+			  enum req_op op, uint64_t local_off,
+			  uint64_t remote_off, uint64_t len)
+{
+	struct tcp_ctx *t = ctx;
+	int rc;
+
+	futex_mutex_lock(&t->lock);
+	rc = post_op(t, xpeer, r, op, local_off, remote_off, len, NULL);
+	futex_mutex_unlock(&t->lock);
+	return rc;
+}
+
+static int tcp_put_signal(void *ctx, void *xpeer, struct req *r,
+			  uint64_t local_off, uint64_t remote_off, uint64_t len,
+			  uint64_t tag)
+{
+	struct tcp_ctx *t = ctx;
+	int rc;
+
+	futex_mutex_lock(&t->lock);
+	rc = post_op(t, xpeer, r, REQ_PUT, local_off, remote_off, len, &tag);
+	futex_mutex_unlock(&t->lock);
+	return rc;
+}
+
+/* --------------------------------------------------------- progress */
+
+static void disarm_timer(struct tcp_ctx *t)
+{
+	struct itimerspec its = { 0 };
+	uint64_t n;
+
+	if (!t->timer_set)
+		return;
+	timerfd_settime(t->timerfd, 0, &its, NULL);
+	if (read(t->timerfd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		pr_debug("tcp transport timer: %s", hmc_strerror(errno));
+	t->timer_set = false;
+}
+
+static __hot void drive_stream(struct tcp_stream *s, uint32_t events)
+{
+	int rc = 0;
+
+	if (s->fd < 0 || s->tp->err)
+		return;
+	if (events & EPOLLERR)
+		rc = reap_zc(s);
+	if (!rc && events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		rc = pull(s);
+	/* answers queued by what we read, or room the socket made */
+	if (!rc && !list_empty(&s->txq))
+		rc = push(s);
+	if (rc)
+		peer_fail(s->tp, rc);
+}
+
+/* Drop an accepted connection that failed its hello. */
+static void hello_drop(struct tcp_ctx *t, struct tcp_hello *h)
+{
+	epoll_ctl(t->epfd, EPOLL_CTL_DEL, h->fd, NULL);
+	close(h->fd);
+	list_del(&h->node);
+	free(h);
+}
+
+static bool token_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint8_t d = 0;
+	int i;
+
+	for (i = 0; i < TCP_TOKEN_LEN; i++)
+		d |= a[i] ^ b[i];
+	return !d;
+}
+
+/* A complete hello: attach its connection to the stream it names. */
+static int hello_done(struct tcp_ctx *t, struct tcp_hello *h)
+{
+	const uint8_t *b = h->buf;
+	uint8_t ack[TCP_ACK_LEN];
+	struct tcp_stream *s = NULL;
+	struct list_node *pos;
+	uint16_t idx = get_be16(b + 6);
+	int rc;
+
+	if (get_be32(b) != TCP_HELLO_MAGIC || b[4] != TCP_VERSION || b[5] ||
+	    get_be16(b + 10) || get_be32(b + 32))
+		return -EPROTO;
+	for (pos = t->peers.next; pos != &t->peers; pos = pos->next) {
+		struct tcp_peer *tp = container_of(pos, struct tcp_peer, node);
+
+		if (tp->listener && !tp->err && token_eq(tp->token, b + 12) &&
+		    get_be16(b + 8) == tp->nch && idx < tp->nch &&
+		    tp->st[idx].fd < 0 && get_be32(b + 28) == tp->peer->rank) {
+			s = &tp->st[idx];
+			break;
+		}
+	}
+	if (!s)
+		return -EACCES;
+	put_be32(ack, TCP_ACK_MAGIC);
+	put_be16(ack + 4, idx);
+	put_be16(ack + 6, 0);
+	/* a fresh socket's buffer takes 8 bytes */
+	if (send(h->fd, ack, sizeof(ack), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	    sizeof(ack))
+		return -EIO;
+	rc = stream_attach(s, h->fd, true);
+	if (rc) {
+		peer_fail(s->tp, rc);
+		return rc;
+	}
+	list_del(&h->node);
+	free(h);
+	rc = push(s);		/* what was posted before it came */
+	if (rc)
+		peer_fail(s->tp, rc);
+	return 0;
+}
+
+static void hello_input(struct tcp_ctx *t, struct tcp_hello *h)
+{
+	ssize_t n;
+	int rc;
+
+	n = recv(h->fd, h->buf + h->have, TCP_HELLO_LEN - h->have,
+		 MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		hello_drop(t, h);
+		return;
+	}
+	h->have += (uint32_t)n;
+	if (h->have < TCP_HELLO_LEN)
+		return;
+	rc = hello_done(t, h);
+	if (rc) {
+		pr_debug("rank %u: tcp data connection refused: %s",
+			 t->comm->rank, hmc_strerror(rc));
+		hello_drop(t, h);
+	}
+}
+
+static void accept_all(struct tcp_ctx *t)
+{
+	struct tcp_hello *h;
+	int fd;
+
+	while ((fd = sock_accept(t->lfd)) >= 0) {
+		h = calloc(1, sizeof(*h));
+		if (!h) {
+			close(fd);
+			continue;
+		}
+		h->kind = TSRC_HELLO;
+		h->fd = fd;
+		h->deadline = deadline_after_ms(t->comm->connect_timeout_ms);
+		list_add_tail(&t->hellos, &h->node);
+		if (ep_set(t, EPOLL_CTL_ADD, fd, EPOLLIN, h))
+			hello_drop(t, h);
+	}
+}
+
+/*
+ * Deadlines: hellos that did not come, listeners' streams that did not
+ * come, and streams silent for op_timeout_ms while something is awaited.
+ */
+static void check_deadlines(struct tcp_ctx *t, int64_t now)
+{
+	int64_t stall = (int64_t)t->comm->op_timeout_ms * 1000000;
+	struct list_node *pos, *tmp;
+	uint32_t i;
+
+	t->next_check = now + CHECK_NS;
+	list_for_each_safe(pos, tmp, &t->hellos) {
+		struct tcp_hello *h = container_of(pos, struct tcp_hello, node);
+
+		if (now >= h->deadline)
+			hello_drop(t, h);
+	}
+	list_for_each_safe(pos, tmp, &t->peers) {
+		struct tcp_peer *tp = container_of(pos, struct tcp_peer, node);
+
+		if (tp->err)
+			continue;
+		if (tp->attached < tp->nch) {
+			if (now >= tp->attach_deadline)
+				peer_fail(tp, -ETIMEDOUT);
+			continue;
+		}
+		for (i = 0; i < tp->nch && !tp->err; i++) {
+			struct tcp_stream *s = &tp->st[i];
+			bool rx_wait = s->left || s->rx_len > s->rx_off ||
+				       !list_empty(&s->waitq);
+			bool tx_wait = !list_empty(&s->txq) && s->want_out;
+
+			if ((rx_wait && now - s->last_rx > stall) ||
+			    (tx_wait && now - s->last_tx > stall))
+				peer_fail(tp, -ETIMEDOUT);
+		}
+	}
+}
+
+static __hot int tcp_progress(void *ctx)
+{
+	struct tcp_ctx *t = ctx;
+	struct epoll_event evs[MAX_EVENTS];
+	int i, nev;
+	int64_t now;
+
+	futex_mutex_lock(&t->lock);
+	nev = epoll_wait(t->epfd, evs, MAX_EVENTS, 0);
+	for (i = 0; i < nev; i++) {
+		enum tsrc_kind *k = evs[i].data.ptr;
+
+		switch (*k) {
+		case TSRC_LISTEN:
+			accept_all(t);
+			break;
+		case TSRC_HELLO:
+			hello_input(t, container_of(k, struct tcp_hello, kind));
+			break;
+		case TSRC_STREAM:
+			drive_stream(container_of(k, struct tcp_stream, kind),
+				     evs[i].events);
+			break;
+		case TSRC_TIMER:
+			disarm_timer(t);
+			t->next_check = 0;	/* look now */
+			break;
+		}
+	}
+	if (!list_empty(&t->peers) || !list_empty(&t->hellos)) {
+		now = now_ns();
+		if (now >= t->next_check)
+			check_deadlines(t, now);
+	}
+	futex_mutex_unlock(&t->lock);
+	return nev > 0 ? nev : 0;
+}
+
+/* Whether a deadline is running: a hello, a stream or an answer to come. */
+static bool deadlines_pending(struct tcp_ctx *t)
+{
+	struct list_node *pos;
+	uint32_t i;
+
+	if (!list_empty(&t->hellos))
+		return true;
+	for (pos = t->peers.next; pos != &t->peers; pos = pos->next) {
+		struct tcp_peer *tp = container_of(pos, struct tcp_peer, node);
+
+		if (tp->err)
+			continue;
+		if (tp->attached < tp->nch)
+			return true;
+		for (i = 0; i < tp->nch; i++)
+			if (tp->st[i].left || !list_empty(&tp->st[i].waitq) ||
+			    tp->st[i].want_out)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * The epoll set is level-triggered, so nothing is lost between progress()
+ * and the engine's sleep; a running deadline sets the timer so that the
+ * engine wakes to check it even when no byte comes.
+ */
+static int tcp_arm(void *ctx)
+{
+	struct tcp_ctx *t = ctx;
+	struct itimerspec its = { 0 };
+	int64_t wait;
+
+	futex_mutex_lock(&t->lock);
+	if (deadlines_pending(t)) {
+		wait = t->next_check - now_ns();
+		if (wait < 1000000)
+			wait = 1000000;
+		its.it_value.tv_sec = wait / 1000000000;
+		its.it_value.tv_nsec = wait % 1000000000;
+		if (!timerfd_settime(t->timerfd, 0, &its, NULL))
+			t->timer_set = true;
+	} else {
+		disarm_timer(t);
+	}
+	futex_mutex_unlock(&t->lock);
+	return 0;
+}
+
+static int tcp_event_fd(void *ctx)
+{
+	return ((struct tcp_ctx *)ctx)->epfd;
+}
+
+const struct xport_ops xport_tcp_ops = {
+	.type = HMC_TRANSPORT_TCP,
+	.init = tcp_init,
+	.fini = tcp_fini,
+	.peer_create = tcp_peer_create,
+	.peer_info = tcp_peer_info,
+	.peer_connect = tcp_peer_connect,
+	.peer_destroy = tcp_peer_destroy,
+	.post = tcp_post,
+	.put_signal = tcp_put_signal,
+	.tags_in_band = true,
+	.progress = tcp_progress,
+	.arm = tcp_arm,
+	.event_fd = tcp_event_fd,
+};

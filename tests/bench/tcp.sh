@@ -1,0 +1,140 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# make bench, section tcp: libhmc's tcp transport between two network
+# namespaces joined by a veth pair (made here, removed on exit), against
+# references measured in the same run, over the same link:
+#
+#   hmcperf -x tcp put_bw 1 MiB   vs  sockpp -B: one raw TCP stream of
+#                                     1 MiB writes, timed to the last byte
+#   hmcperf -x tcp put_lat 8 B    vs  sockpp: a raw TCP ping-pong of 8 B
+#   hmcperf -x tcp put_bw 1 MiB   vs  hmcperf -x ucx (UCX_TLS=tcp,self),
+#                                     what libhmc used across hosts before
+#
+# One stream each (num_chs 1), TCP_NODELAY on both, the server on CPU 1
+# and the client on CPU 0 for every tool. In the bandwidth runs every
+# side waits for the network asleep, as sockpp's blocking calls do: the
+# hmcperf client with its progress thread (-P), the tcp target in
+# hmc_comm_recv_tag() (hmcperf's target_sleeps); on this 2-CPU host a
+# spinning waiter takes the CPU the network stack needs. The latency runs
+# poll, as hmcperf's put_lat always does. The tools take turns, BENCH_REPS
+# times; each ratio is the median of the pairs' ratios (stats.sh).
+# Ratios are printed, never asserted: `RATIO <name> <value> <target>`.
+set -u
+
+HMCPERF=${HMCPERF:-build/tools/hmcperf}
+SOCKPP=${SOCKPP:-build/tests/bench/sockpp}
+REPS=${BENCH_REPS:-3}
+BW_ITERS=500 BW_WARM=50
+UCX_ITERS=200 UCX_WARM=20	# UCX tcp runs at a fraction of the others
+LAT_ITERS=10000 LAT_WARM=1000
+WINDOW=32
+
+tag=hmcb$$
+ns=("$tag-s" "$tag-c")
+ips=(10.79.0.1 10.79.0.2)
+dev=hmcb0
+SRV=${ips[0]}
+PORT=$((20000 + $$ % 20000))
+
+die() { echo "bench tcp: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "needs root to create network namespaces"
+command -v ip >/dev/null || die "no ip(8) (iproute2)"
+[ -x "$HMCPERF" ] || die "$HMCPERF not built"
+[ -x "$SOCKPP" ] || die "$SOCKPP not built"
+
+tmp=$(mktemp -d)
+cleanup() {
+	ip netns del "${ns[0]}" 2>/dev/null
+	ip netns del "${ns[1]}" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# shellcheck source=tests/bench/stats.sh
+. "$(dirname "$0")/stats.sh"
+
+ip netns add "${ns[0]}" && ip netns add "${ns[1]}" &&
+	ip link add "$dev" netns "${ns[0]}" type veth peer name "$dev" \
+		netns "${ns[1]}" || die "cannot create the namespaces and veth"
+for i in 0 1; do
+	ip -n "${ns[$i]}" link set lo up &&
+		ip -n "${ns[$i]}" addr add "${ips[$i]}/24" dev "$dev" &&
+		ip -n "${ns[$i]}" link set "$dev" up || die "cannot set up ${ns[$i]}"
+done
+
+in_srv() { ip netns exec "${ns[0]}" taskset -c 1 timeout 120 "$@"; }
+in_cli() { ip netns exec "${ns[1]}" taskset -c 0 timeout 120 "$@"; }
+
+# pair SERVER_CMD... -- CLIENT_CMD...: the server in the background, then,
+# once it listens on $PORT, the client; its output in $tmp/cli.
+pair() {
+	local -a scmd=()
+	local tries=0 srv
+
+	while [ "$1" != -- ]; do scmd+=("$1"); shift; done
+	shift
+	in_srv "${scmd[@]}" >"$tmp/srv" 2>&1 &
+	srv=$!
+	until [ -n "$(ip netns exec "${ns[0]}" ss -Hltn "sport = :$PORT")" ]; do
+		tries=$((tries + 1))
+		if [ $tries -ge 400 ] || ! kill -0 $srv 2>/dev/null; then
+			wait $srv
+			die "server ${scmd[*]} did not listen: $(cat "$tmp/srv")"
+		fi
+		sleep 0.05
+	done
+	if ! in_cli "$@" >"$tmp/cli" 2>&1; then
+		kill $srv 2>/dev/null
+		wait $srv
+		die "$* failed: $(cat "$tmp/cli")"
+	fi
+	wait $srv || die "server ${scmd[*]} failed: $(cat "$tmp/srv")"
+}
+
+# hmc TRANSPORT ARGS...: hmcperf server and client; the client's JSON.
+hmc() {
+	local x=$1
+
+	shift
+	PORT=$((PORT + 1))
+	pair "$HMCPERF" -l -a "$SRV" -p $PORT -x "$x" "$@" -- \
+		"$HMCPERF" -c "$SRV" -p $PORT -x "$x" --json "$@"
+	grep -q "\"transport\":\"$x\"" "$tmp/cli" ||
+		die "hmcperf did not run over $x: $(cat "$tmp/cli")"
+}
+
+sock() {
+	PORT=$((PORT + 1))
+	pair "$SOCKPP" -l "$SRV:$PORT" -- "$SOCKPP" -c "$SRV:$PORT" -j "$@"
+}
+
+export UCX_TLS=tcp,self UCX_NET_DEVICES=$dev
+
+echo "== tcp transport between two network namespaces (veth $dev, ${ips[*]})"
+echo "$REPS repetitions each (median of the pairs' ratios), tools alternating; MB/s = 10^6 B/s; latency: one-way us, median"
+
+bw_ours="" bw_sock="" bw_ucx="" lat_ours="" lat_sock=""
+for _ in $(seq "$REPS"); do
+	hmc tcp -t put_bw -s 1M -n $BW_ITERS -w $BW_WARM -O $WINDOW -P
+	bw_ours="$bw_ours $(json_field "$tmp/cli" bw_MBps)"
+	sock -B -s 1048576 -n $BW_ITERS -w $BW_WARM
+	bw_sock="$bw_sock $(json_field "$tmp/cli" bw_MBps)"
+	hmc tcp -t put_lat -s 8 -n $LAT_ITERS -w $LAT_WARM
+	lat_ours="$lat_ours $(json_field "$tmp/cli" median)"
+	sock -s 8 -n $LAT_ITERS -w $LAT_WARM
+	lat_sock="$lat_sock $(json_field "$tmp/cli" median)"
+	hmc ucx -t put_bw -s 1M -n $UCX_ITERS -w $UCX_WARM -O $WINDOW -P
+	bw_ucx="$bw_ucx $(json_field "$tmp/cli" bw_MBps)"
+done
+
+RATIOS=""
+report tcp_put_bw_1MiB_vs_socket "$bw_ours" "$bw_sock" ">=0.9" "MB/s" \
+	"hmcperf -x tcp put_bw 1 MiB -O $WINDOW vs sockpp -B 1 MiB writes"
+report tcp_put_lat_8B_vs_socket "$lat_ours" "$lat_sock" "<=1.2" "us" \
+	"hmcperf -x tcp put_lat 8 B vs sockpp TCP ping-pong 8 B"
+report tcp_vs_ucx_put_bw_1MiB "$bw_ours" "$bw_ucx" ">=3" "MB/s" \
+	"hmcperf -x tcp vs -x ucx (UCX_TLS=tcp,self) put_bw 1 MiB"
+printf '%s' "$RATIOS"
