@@ -96,6 +96,8 @@ case_run msg-kill-posix 120 "${posix[@]}" -- "$bin/test_msg" -c kill -N msg-kill
 # process (ucp_get_req_handler: "Endpoint timeout") that serves a get
 # whose requester died meanwhile, whoever drives it.
 case_run msg-kill-tcp 120 "${tcp[@]}" -- "$bin/test_msg" -c kill-sender -N msg-kill-tcp
+case_run msg-sizes-xtcp 150 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c sizes -G 0.25 \
+	-N msg-sizes-xtcp
 case_run msg-mesh-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c mesh -N msg-mesh-xtcp
 case_run msg-kill-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c kill -N msg-kill-xtcp
 # what AUTO picks on one host now: shm over memfd ConnBuffers
