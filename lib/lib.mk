@@ -14,7 +14,7 @@ LIB_SO_MAJOR	:= 0
 LIB_SRCS	:= $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(O)/%.o)
 LIB_HDRS	:= $(wildcard lib/*/*.h lib/*/*/*.h) include/hmc/hmc.h \
-		   include/hmc/world.h uapi/linux/hmc.h
+		   include/hmc/world.h include/hmc/pool.h uapi/linux/hmc.h
 LIB_PKGS	:= ucx libkmod libcrypto libssl libibverbs
 # PMIx, libcurl, json-c: headers only; lib/world opens them at run time.
 LIB_PKG_CFLAGS	:= $(shell pkg-config --cflags $(LIB_PKGS) pmix libcurl \
@@ -68,7 +68,7 @@ install: install-lib
 install-lib: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/hmc \
 		$(DESTDIR)$(PREFIX)/include/linux $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 include/hmc/hmc.h include/hmc/world.h \
+	install -m 644 include/hmc/hmc.h include/hmc/world.h include/hmc/pool.h \
 		$(DESTDIR)$(PREFIX)/include/hmc/
 	install -m 644 uapi/linux/hmc.h $(DESTDIR)$(PREFIX)/include/linux/
 	install -m 755 $(LIBHMC_SO) $(DESTDIR)$(PREFIX)/lib/

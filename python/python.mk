@@ -20,8 +20,8 @@ _test: python-test python-install-test
 _bench: python-bench
 
 # The mock GPU runtimes of tests/gpu/gpu.mk, for the GPU paths without a GPU.
-python-test: $(O)/lib/libhmc.so $(O)/tests/gpu/mock/libcuda.so.1 \
-		$(O)/tests/gpu/mock/libamdhip64.so
+python-test: $(O)/lib/libhmc.so $(addprefix $(O)/tests/gpu/mock/,libcuda.so.1 \
+		libamdhip64.so libascendcl.so libcnrt.so libmusart.so)
 	@echo "== python/tests ($(PYTHON))"
 	@$(PY_ENV) $(PYTHON) -m unittest discover -s python/tests -v
 

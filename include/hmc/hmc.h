@@ -66,13 +66,18 @@ typedef void (*hmc_log_fn)(enum hmc_log_level level, const char *msg,
 void hmc_set_log(hmc_log_fn fn, enum hmc_log_level max_level, void *arg);
 
 /* ----------------------------------------------------------------------
- * Memory: CPU, CUDA and ROCm. GPU runtimes are loaded at run time, so one
- * build runs everywhere; a missing runtime or device gives -ENODEV.
+ * Memory: CPU, CUDA, ROCm (AMD and Hygon), Ascend NPUs (AscendCL),
+ * Cambricon MLUs (CNRT) and Moore Threads GPUs (MUSA). Device runtimes are
+ * loaded at run time, so one build runs everywhere; a missing runtime or
+ * device gives -ENODEV.
  */
 enum hmc_mem_type {
 	HMC_MEM_CPU,
 	HMC_MEM_CUDA,
 	HMC_MEM_ROCM,
+	HMC_MEM_ASCEND,		/* libascendcl.so */
+	HMC_MEM_CNRT,		/* libcnrt.so */
+	HMC_MEM_MUSA,		/* libmusart.so */
 };
 
 enum hmc_copy_kind {
@@ -82,7 +87,7 @@ enum hmc_copy_kind {
 	HMC_COPY_D2D,
 };
 
-/* "cpu", "cuda", "rocm". */
+/* "cpu", "cuda", "rocm", "ascend", "cnrt", "musa". */
 const char *hmc_mem_type_name(enum hmc_mem_type type);
 
 /* Number of devices of @type (1 for CPU), or -ENODEV without a runtime. */

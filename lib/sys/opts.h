@@ -31,6 +31,8 @@
 #define hmc_comm_opts__reserved(o)	((o)->reserved0 || (o)->reserved1)
 #define hmc_world_opts__last_field	err_msg_len
 #define hmc_world_opts__reserved(o)	0
+#define hmc_pool_opts__last_field	flags
+#define hmc_pool_opts__reserved(o)	0
 
 /*
  * Copy the caller's @src (NULL: all defaults) into @dst of @dst_size bytes,

@@ -60,6 +60,11 @@ _DEVICES = {
     "cuda": MemoryType.CUDA,
     "rocm": MemoryType.ROCM,
     "hip": MemoryType.ROCM,
+    "npu": MemoryType.ASCEND,
+    "ascend": MemoryType.ASCEND,
+    "mlu": MemoryType.CNRT,
+    "cnrt": MemoryType.CNRT,
+    "musa": MemoryType.MUSA,
 }
 
 
@@ -70,7 +75,7 @@ def _device_type(device):
         return device
     name = str(device).split(":")[0].lower()
     if name not in _DEVICES:
-        raise HMCBufferError("unknown device %r (cpu, cuda or rocm)" % device)
+        raise HMCBufferError("unknown device %r (cpu, cuda, rocm, npu, mlu or musa)" % device)
     return _DEVICES[name]
 
 
@@ -97,6 +102,8 @@ def _torch_region(t, nbytes, device, writable):
         mem_type = MemoryType.CPU
     elif kind == "cuda":
         mem_type = MemoryType.ROCM if torch.version.hip else MemoryType.CUDA
+    elif kind in ("npu", "mlu", "musa"):   # torch_npu, torch_mlu, torch_musa
+        mem_type = _DEVICES[kind]
     else:
         raise HMCBufferError("tensors on %s are not supported" % t.device)
     want = _device_type(device)
