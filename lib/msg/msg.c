@@ -982,7 +982,7 @@ static int post_send(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 	int rc;
 
 	if (!c || !id || (!data && len) || tag == HMC_ANY_TAG ||
-	    rank == HMC_ANY_SOURCE || (unsigned int)type > HMC_MEM_ROCM)
+	    rank == HMC_ANY_SOURCE || (unsigned int)type > HMC_MEM_MUSA)
 		return -EINVAL;
 	m = msg_of(c);
 	if (!m->nr_send)
@@ -1047,7 +1047,7 @@ static int post_recv(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 	struct msg *m;
 	int rc;
 
-	if (!c || !id || (!data && len) || (unsigned int)type > HMC_MEM_ROCM)
+	if (!c || !id || (!data && len) || (unsigned int)type > HMC_MEM_MUSA)
 		return -EINVAL;
 	m = msg_of(c);
 	if (!m->nr_recv)
