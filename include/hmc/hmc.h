@@ -304,10 +304,11 @@ struct hmc_comm_opts {
 	/*
 	 * Messages (hmc_comm_send() and the like) stage data through the last
 	 * msg_region bytes of the ConnBuffer (default: a quarter of it, at
-	 * most 64 MiB; rounded down to whole slots, at least two), in slots of
-	 * msg_slot_size bytes (default 256 KiB; a multiple of 4096). One-sided
-	 * users keep the rest; messages never touch it unless the caller's
-	 * own data lies there.
+	 * most 64 MiB; rounded down to whole slots), in slots of msg_slot_size
+	 * bytes (default 256 KiB; a multiple of 4096, halved while fewer than
+	 * two fit; a region without two 4 KiB slots makes every message
+	 * -ENOSPC). One-sided users keep the rest; messages never touch it
+	 * unless the caller's own data lies there.
 	 */
 	uint64_t msg_region;
 	uint32_t msg_slot_size;

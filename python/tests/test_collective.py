@@ -143,8 +143,21 @@ class WorldTest(unittest.TestCase):
     """Group.of_world(): 3 processes from hmc.init_world(), started with
     torchrun's variables as test_world does."""
 
+    @staticmethod
+    def two_free_ports():
+        """MASTER_PORT, with MASTER_PORT + 1 (the world's store) free too."""
+        import socket
+        while True:
+            port = free_port()
+            with socket.socket() as s:
+                try:
+                    s.bind((LOOPBACK, port + 1))
+                except OSError:
+                    continue
+            return port
+
     def test_collectives_over_a_world(self):
-        port = free_port()
+        port = self.two_free_ports()
         procs = []
         for r in range(3):
             env = dict(CHILD_ENV, RANK=str(r), WORLD_SIZE="3",

@@ -7,14 +7,15 @@
 #
 #   msg_vs_put_bw_64MiB  64 MiB messages, heap to heap through 4 MiB
 #                        ConnBuffers, vs puts of 64 MiB between 64 MiB
-#                        ConnBuffers (+ flush), same UCX transport
+#                        ConnBuffers (+ flush), same transport
 #   msg_vs_mpi_bw_1MiB   osu_bw: windows of 64 isends of 1 MiB, then a
 #                        reply, vs MPI_Isend/MPI_Irecv (mpi_bench)
 #   msg_vs_mpi_lat_8B    osu_latency: ping-pong of blocking 8 B sends,
 #                        one-way us, vs MPI_Send/MPI_Recv
 #
-# UCX_TLS=posix,cma,self: shared memory and cross-memory attach, the way
-# Open MPI's vader moves data on one host. Each pair runs BENCH_REPS times
+# The transport is AUTO's pick on one host, shm (memfd ConnBuffers mapped
+# by the peer), as Open MPI's vader moves data through shared memory and
+# cross-memory attach; UCX_TLS=posix,cma,self where UCX serves instead. Each pair runs BENCH_REPS times
 # (default 5), the tools in turn; the ratio is the median of the pairs'
 # ratios (stats.sh). Printed, never asserted: `RATIO <name> <value> <target>`.
 set -eu
@@ -37,7 +38,7 @@ command -v mpirun >/dev/null || die "mpirun not found (package openmpi-bin)"
 ours() { timeout 120 "$MSG_BENCH" "$@" | awk '{ print $3 }'; }
 mpi() { timeout 120 $MPIRUN "$MPI_BENCH" "$@" 2>/dev/null | awk '/^(bw|lat) / { print $3 }'; }
 
-echo "== messages: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), UCX_TLS=$UCX_TLS, $REPS repetitions each (median)"
+echo "== messages: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), transport auto (shm here), $REPS repetitions each (median)"
 RATIOS=""
 
 a="" b=""

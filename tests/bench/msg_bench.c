@@ -5,7 +5,7 @@
  * Two processes on 127.0.0.1 (a forked child is rank 1).
  *
  *   msg_bench -t msg_bw|put_bw|msg_lat -s BYTES [-n ITERS] [-w WARMUP]
- *             [-W WINDOW] [-b BUF_BYTES] [-T ucx|auto|shm]
+ *             [-W WINDOW] [-b BUF_BYTES] [-T auto|ucx|shm]
  *
  *   msg_bw   rank 0 isends WINDOW messages from heap memory, rank 1
  *            irecvs them into heap memory, then answers with a 4-byte
@@ -16,7 +16,8 @@
  *            answers with a tag after each window;
  *   msg_lat  ping-pong of blocking send/recv (osu_latency): one-way us.
  *
- * Prints one line: "<test> <size> <MB/s or us>" (MB/s = 10^6 B/s).
+ * Prints one line: "<test> <size> <MB/s or us>" (MB/s = 10^6 B/s). The
+ * transport is AUTO's pick unless -T names one.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -202,7 +203,7 @@ int main(int argc, char **argv)
 {
 	struct cfg cfg = { .test = "msg_bw", .size = 1 << 20, .buf = 4 << 20,
 			   .iters = 100, .warmup = 10, .window = 1,
-			   .transport = HMC_TRANSPORT_UCX };
+			   .transport = HMC_TRANSPORT_AUTO };
 	int opt, sv[2], st, rc;
 	pid_t pid;
 

@@ -96,6 +96,8 @@ case_run msg-kill-posix 120 "${posix[@]}" -- "$bin/test_msg" -c kill -N msg-kill
 # process (ucp_get_req_handler: "Endpoint timeout") that serves a get
 # whose requester died meanwhile, whoever drives it.
 case_run msg-kill-tcp 120 "${tcp[@]}" -- "$bin/test_msg" -c kill-sender -N msg-kill-tcp
+case_run msg-sizes-xtcp 150 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c sizes -G 0.25 \
+	-N msg-sizes-xtcp
 case_run msg-mesh-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c mesh -N msg-mesh-xtcp
 case_run msg-kill-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c kill -N msg-kill-xtcp
 # what AUTO picks on one host now: shm over memfd ConnBuffers
@@ -105,8 +107,11 @@ case_run msg-mesh-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c mesh -N m
 case_run msg-kill-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c kill -N msg-kill-shm
 mock=${O:-build}/tests/gpu/mock
 if [ -e "$mock/libcuda.so.1" ]; then
-	case_run msg-gpu-mock 120 "${posix[@]}" HMC_GPU_MOCK=1 \
-		LD_LIBRARY_PATH="$mock" -- "$bin/test_msg" -c gpu -N msg-gpu-mock
+	for g in cuda rocm ascend cnrt musa; do
+		case_run msg-gpu-mock-$g 120 "${posix[@]}" HMC_GPU_MOCK=1 \
+			LD_LIBRARY_PATH="$mock" -- "$bin/test_msg" -c gpu -M $g \
+			-N msg-gpu-mock-$g
+	done
 fi
 # Peers that go away at the worst moment (issue 15). Freed memory is
 # scribbled over and glibc's per-thread cache, which would hand it back

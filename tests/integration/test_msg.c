@@ -21,11 +21,13 @@
  *     receive; a receiver killed while it pulls fails the send; both
  *     within the deadline (messages of 512 MiB, or -G if smaller).
  *     kill-sender (2 ranks): the first half only.
- *   gpu (2 ranks): sources and destinations in GPU memory (run with the
- *     mock runtimes of tests/gpu: HMC_GPU_MOCK=1 and LD_LIBRARY_PATH),
- *     exits 77 without a GPU.
+ *   gpu (2 ranks): sources and destinations in GPU memory of -M's
+ *     runtime (cuda, rocm, ascend, cnrt, musa; run with the mock runtimes
+ *     of tests/gpu: HMC_GPU_MOCK=1 and LD_LIBRARY_PATH), exits 77 without
+ *     such a device.
  *
  *   test_msg -c sizes|mesh|kill|kill-sender|gpu [-t SECONDS] [-N NAME] [-G GIB]
+ *            [-M cuda|rocm|ascend|cnrt|musa]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,9 +49,11 @@
 #define DIRECT_CHUNK	(1 * MIB)	/* lib/msg's get size for direct pulls */
 #define EAGER		HMC_MSG_EAGER_MAX
 #define TAG_GO		0x60ull
+#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
 
 struct cfg {
 	const char *kase;
+	enum hmc_mem_type gpu;	/* the gpu case's memory */
 	const char *name;
 	int timeout_s;
 	uint64_t big;		/* bytes of the big message */
@@ -823,6 +827,8 @@ static int case_gpu(struct mesh *m, void *arg)
 {
 	static const uint64_t lens[] = { 1, EAGER, EAGER + 1, 3 * SLOT + 7,
 					 5 * SLOT };
+	const struct cfg *cfg = arg;
+	enum hmc_mem_type gpu = cfg->gpu;
 	struct hmc_msg_status st;
 	struct ctx c;
 	uint8_t *host;
@@ -833,9 +839,10 @@ static int case_gpu(struct mesh *m, void *arg)
 	if (setup(&c, m, arg))
 		return 1;
 	host = malloc(5 * SLOT);
-	rc = hmc_mem_alloc(HMC_MEM_CUDA, 0, 5 * SLOT, &dev);
+	rc = hmc_mem_alloc(gpu, 0, 5 * SLOT, &dev);
 	if (rc) {
-		tap(false, "CUDA memory: %s", hmc_strerror(rc));
+		tap(false, "%s memory: %s", hmc_mem_type_name(gpu),
+		    hmc_strerror(rc));
 		return 1;
 	}
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
@@ -850,12 +857,12 @@ static int case_gpu(struct mesh *m, void *arg)
 		if (c.me == 0) {
 			data_fill(host, 0, len, seed);
 			if (src_gpu)
-				bad += expect(hmc_mem_copy(HMC_MEM_CUDA, 0, dev,
+				bad += expect(hmc_mem_copy(gpu, 0, dev,
 							   host, len,
 							   HMC_COPY_H2D), 0,
 					      "fill gpu");
 			rc = hmc_comm_send(c.comm, 1, i, src_gpu ? dev : host,
-					   len, src_gpu ? HMC_MEM_CUDA :
+					   len, src_gpu ? gpu :
 					   HMC_MEM_CPU, OP_TIMEOUT_MS);
 			bad += expect(rc, 0, what);
 			continue;
@@ -863,22 +870,23 @@ static int case_gpu(struct mesh *m, void *arg)
 		memset(host, 0, len);
 		data_unlike(host, 0, len, seed, 0);
 		if (dst_gpu)
-			bad += expect(hmc_mem_copy(HMC_MEM_CUDA, 0, dev, host,
+			bad += expect(hmc_mem_copy(gpu, 0, dev, host,
 						   len, HMC_COPY_H2D), 0,
 				      "clear gpu");
 		rc = hmc_comm_recv(c.comm, 0, i, dst_gpu ? dev : host, len,
-				   dst_gpu ? HMC_MEM_CUDA : HMC_MEM_CPU, &st,
+				   dst_gpu ? gpu : HMC_MEM_CPU, &st,
 				   OP_TIMEOUT_MS);
 		bad += expect(rc, 0, what);
 		if (dst_gpu)
-			bad += expect(hmc_mem_copy(HMC_MEM_CUDA, 0, host, dev,
+			bad += expect(hmc_mem_copy(gpu, 0, host, dev,
 						   len, HMC_COPY_D2H), 0,
 				      "read gpu");
 		bad += status_is(&st, 0, i, len, 0, what);
 		bad += !data_check(host, 0, len, seed, 0, what);
 	}
-	tap(!bad, "messages from and into GPU memory, eager and staged");
-	hmc_mem_free(HMC_MEM_CUDA, 0, dev);
+	tap(!bad, "messages from and into %s memory, eager and staged",
+	    hmc_mem_type_name(gpu));
+	hmc_mem_free(gpu, 0, dev);
 	free(host);
 	teardown(&c, true);
 	return bad || itest_failures();
@@ -887,16 +895,32 @@ static int case_gpu(struct mesh *m, void *arg)
 int main(int argc, char **argv)
 {
 	struct cfg cfg = { .kase = "sizes", .name = "msg", .timeout_s = 120,
-			   .big = 1024 * MIB };
+			   .big = 1024 * MIB, .gpu = HMC_MEM_CUDA };
+	static const char *const gpus[] = {
+		[HMC_MEM_CUDA] = "cuda", [HMC_MEM_ROCM] = "rocm",
+		[HMC_MEM_ASCEND] = "ascend", [HMC_MEM_CNRT] = "cnrt",
+		[HMC_MEM_MUSA] = "musa",
+	};
+	unsigned int t;
 	int opt, n;
 	rank_fn fn;
 
-	while ((opt = getopt(argc, argv, "c:t:N:G:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:t:N:G:M:")) != -1) {
 		switch (opt) {
 		case 'c': cfg.kase = optarg; break;
 		case 't': cfg.timeout_s = atoi(optarg); break;
 		case 'N': cfg.name = optarg; break;
 		case 'G': cfg.big = (uint64_t)(atof(optarg) * 1024) * MIB; break;
+		case 'M':
+			for (t = HMC_MEM_CUDA; t < ARRAY_LEN(gpus); t++)
+				if (!strcmp(optarg, gpus[t]))
+					cfg.gpu = (enum hmc_mem_type)t;
+			if (strcmp(optarg, gpus[cfg.gpu])) {
+				fprintf(stderr, "test_msg: unknown memory %s\n",
+					optarg);
+				return 2;
+			}
+			break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of %s\n",
 				__FILE__);
@@ -917,8 +941,9 @@ int main(int argc, char **argv)
 		fn = case_kill;
 		n = 2;
 	} else if (!strcmp(cfg.kase, "gpu")) {
-		if (hmc_mem_device_count(HMC_MEM_CUDA) < 1) {
-			printf("1..0 # SKIP no CUDA device\n");
+		if (hmc_mem_device_count(cfg.gpu) < 1) {
+			printf("1..0 # SKIP no %s device\n",
+			       hmc_mem_type_name(cfg.gpu));
 			return 77;
 		}
 		fn = case_gpu;
