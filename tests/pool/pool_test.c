@@ -326,6 +326,8 @@ static void refusals(struct hmc_pool *pool)
 		  -EINVAL);
 	CHECK_RET(hmc_pool_copy(pool, seg, buf, 16, (enum hmc_pool_copy_kind)99,
 				0), -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, buf, buf + 32, 16, HMC_POOL_AUTO, 0),
+		  -EINVAL);	/* no global side */
 	CHECK_RET(hmc_pool_copy(pool, seg, buf, 16, HMC_POOL_H2G, 1U << 7),
 		  -EINVAL);
 	if (dev_type == HMC_MEM_CPU)	/* no device memory at all */
