@@ -23,6 +23,7 @@ LIB_PKG_LIBS	:= $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS	:= $(LIB_PKG_LIBS) -ldl -lpthread
 LIBHMC_A	:= $(O)/lib/libhmc-internal.a
 LIBHMC_STATIC	:= $(O)/lib/libhmc.a
+OBJCOPY		?= objcopy
 LIBHMC_SO	:= $(O)/lib/libhmc.so.$(VERSION)
 LIBHMC_SONAME	:= libhmc.so.$(LIB_SO_MAJOR)
 
@@ -46,7 +47,7 @@ $(O)/lib/exports.txt: lib/libhmc.map
 
 $(O)/lib/libhmc.o: $(LIB_OBJS) $(O)/lib/exports.txt
 	$(CC) -r -nostdlib -o $@.all $(LIB_OBJS)
-	objcopy --keep-global-symbols=$(O)/lib/exports.txt $@.all $@
+	$(OBJCOPY) --keep-global-symbols=$(O)/lib/exports.txt $@.all $@
 	@rm -f $@.all
 
 $(LIBHMC_STATIC): $(O)/lib/libhmc.o

@@ -13,7 +13,7 @@
 PYTHON		?= /usr/bin/python3
 PY_VENV		:= $(O)/python/venv
 PY_ENV		:= PYTHONPATH=$(CURDIR)/python HMC_BUILD=$(abspath $(O)) \
-		   HMC_PY_REQUIRE=numpy PYTHONDONTWRITEBYTECODE=1
+		   HMC_PY_REQUIRE=numpy,torch PYTHONDONTWRITEBYTECODE=1
 
 .PHONY: python-test python-install-test python-bench
 _test: python-test python-install-test

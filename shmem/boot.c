@@ -1,137 +1,115 @@
 // SPDX-License-Identifier: MIT
 /*
- * Bootstrap: rank, size and the one exchange start-up needs.
+ * Bootstrap: rank, size and the one exchange start-up needs, from an
+ * hmc_world (include/hmc/world.h).
  *
- * oshrun hands every PE HMC_SHMEM_RANK, HMC_SHMEM_SIZE and an inherited
- * descriptor, HMC_SHMEM_JOB_FD, of a shared "job" file with one slot per
- * PE: a PE publishes its slot and waits until every slot is published.
- * Without these variables the program runs as a single PE. This file is
- * the only one that knows the launcher; a world-layer bootstrap
- * (hmc_world_allgather) replaces it behind the same four calls.
+ * shmem_init() starts a world as the environment says: under hmcrun (or
+ * oshrun, its alias), mpirun or srun (PMIx), torchrun's variables or
+ * HMC_STORE. With none of these the program runs as a single PE, as the
+ * standard expects of a program started without a launcher.
+ * shmemx_init_attr() starts from the caller's world, which stays the
+ * caller's, or from a unique id, whose world is ours. This file is the
+ * only one that knows where rank and size come from.
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
+
+#include <hmc/world.h>
 
 #include "internal.h"
-#include "job.h"
 
-static struct shm_job *job;
-static size_t job_len;
-static int boot_rank;
-static int boot_size = 1;
+/* Every group's dissemination barrier has a counter for each round. */
+_Static_assert((1 << SHM_SYNC_ROUNDS) >= SHM_BOOT_MAX_PES,
+	       "sync arrays have too few round counters");
+_Static_assert(sizeof(shmemx_uniqueid_t) == sizeof(struct hmc_world_uid),
+	       "shmemx_uniqueid_t is an hmc_world_uid");
 
-static int env_int(const char *name, int min, int max, int *out)
+static struct hmc_world *world;
+static bool own_world;
+
+/* Deadline of every start-up exchange: the world's own (HMC_WORLD_TIMEOUT). */
+static int timeout_ms(void)
 {
-	const char *s = getenv(name);
-	char *end;
-	long v;
+	const char *s = getenv("HMC_WORLD_TIMEOUT");
+	long v = s ? strtol(s, NULL, 10) : 0;
 
-	if (!s)
-		return -ENOENT;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -EINVAL;
-	*out = (int)v;
+	return v > 0 && v <= INT_MAX ? (int)v : 60000;
+}
+
+static int world_rank_size(int *rank, int *size)
+{
+	uint32_t n = hmc_world_size(world);
+
+	if (!n || n > SHM_BOOT_MAX_PES)
+		return -E2BIG;
+	*rank = (int)hmc_world_rank(world);
+	*size = (int)n;
 	return 0;
 }
 
-int shm_boot_init(int *rank, int *size)
+int shm_boot_init(const shmemx_init_attr_t *attr, unsigned int flags,
+		  int *rank, int *size)
 {
-	struct stat st;
-	int fd, err;
+	struct hmc_world_opts opts = { .sz = sizeof(opts) };
+	char why[256] = "";
+	int err;
 
-	err = env_int("HMC_SHMEM_JOB_FD", 0, INT_MAX, &fd);
-	if (err == -ENOENT) {
+	if (flags & SHMEMX_INIT_WITH_WORLD) {
+		world = attr->world;
+		own_world = false;
+		return world_rank_size(rank, size);
+	}
+	opts.err_msg = why;
+	opts.err_msg_len = sizeof(why);
+	if (flags & SHMEMX_INIT_WITH_UNIQUEID) {
+		opts.bootstrap = HMC_WORLD_BOOT_UID;
+		opts.uid = (const struct hmc_world_uid *)attr->uid;
+		opts.flags = HMC_WORLD_F_RANK;
+		opts.rank = (uint32_t)attr->rank;
+		opts.size = (uint32_t)attr->nranks;
+	}
+	err = hmc_world_init(&opts, &world);
+	if (err == -ENOENT && !flags) {
+		/* No launcher: a job of one PE. */
+		world = NULL;
 		*rank = 0;
 		*size = 1;
 		return 0;
 	}
-	if (err || env_int("HMC_SHMEM_SIZE", 1, SHM_JOB_MAX_PES, &boot_size) ||
-	    env_int("HMC_SHMEM_RANK", 0, boot_size - 1, &boot_rank))
-		return -EINVAL;
-	if (fstat(fd, &st))
-		return -errno;
-	job_len = shm_job_len(boot_size);
-	if ((size_t)st.st_size < job_len)
-		return -EINVAL;
-	job = mmap(NULL, job_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (job == MAP_FAILED) {
-		job = NULL;
-		return -errno;
+	if (err) {
+		fprintf(stderr, "shmem: start-up: %s\n",
+			why[0] ? why : strerror(-err));
+		world = NULL;
+		return err;
 	}
-	close(fd);
-	if (job->magic != SHM_JOB_MAGIC || job->size != (uint32_t)boot_size)
-		return -EINVAL;
-	*rank = boot_rank;
-	*size = boot_size;
-	return 0;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	own_world = true;
+	err = world_rank_size(rank, size);
+	if (err)
+		shm_boot_fini();
+	return err;
 }
 
 int shm_boot_allgather(const void *mine, size_t len, void *all)
 {
-	struct shm_backoff b = { 0 };
-	int64_t deadline;
-	int missing = 0, i;
+	int err;
 
-	if (len > SHM_JOB_SLOT_DATA)
-		return -EMSGSIZE;
-	if (!job) {
+	if (!world) {
 		memcpy(all, mine, len);
 		return 0;
 	}
-	memcpy(job->slot[boot_rank].data, mine, len);
-	__atomic_store_n(&job->slot[boot_rank].ready, 1, __ATOMIC_RELEASE);
-	deadline = now_ms() + job->timeout_ms;
-	for (;;) {
-		missing = 0;
-		for (i = 0; i < boot_size; i++)
-			if (!__atomic_load_n(&job->slot[i].ready, __ATOMIC_ACQUIRE))
-				missing++;
-		if (!missing)
-			break;
-		if (now_ms() > deadline) {
-			fprintf(stderr, "shmem: PE %d: start-up: PEs missing after %u ms:",
-				boot_rank, job->timeout_ms);
-			for (i = 0; i < boot_size; i++)
-				if (!__atomic_load_n(&job->slot[i].ready,
-						     __ATOMIC_ACQUIRE))
-					fprintf(stderr, " %d", i);
-			fputc('\n', stderr);
-			return -ETIMEDOUT;
-		}
-		shm_backoff(&b);
-	}
-	for (i = 0; i < boot_size; i++)
-		memcpy((char *)all + (size_t)i * len, job->slot[i].data, len);
-	return 0;
-}
-
-void shm_boot_abort(int status)
-{
-	if (job)
-		__atomic_store_n(&job->abort_status, status | SHM_JOB_ABORTED,
-				 __ATOMIC_RELEASE);
+	err = hmc_world_allgather(world, mine, len, all, timeout_ms());
+	if (err)
+		fprintf(stderr, "shmem: PE %u: start-up exchange: %s\n",
+			hmc_world_rank(world), hmc_world_last_error(world));
+	return err;
 }
 
 void shm_boot_fini(void)
 {
-	if (job)
-		munmap(job, job_len);
-	job = NULL;
+	if (world && own_world)
+		hmc_world_finalize(world);
+	world = NULL;
 }

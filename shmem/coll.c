@@ -11,6 +11,13 @@
  * split in one chunk per member: a member reduces its chunk (again in
  * member order) and writes it into every member's dest, so the work and
  * the memory traffic are spread evenly.
+ *
+ * Groups of up to SHM_FLAT_MAX members reduce what fits their sync
+ * array's inbox in one step instead (flat_reduce): every member copies
+ * its source into its part of every peer's inbox and counts itself in,
+ * then reduces what arrived. A member waits only until all have arrived,
+ * where two barriers wait through four dissemination rounds; with more
+ * PEs than CPUs every round is a trip through the scheduler.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +44,9 @@ static void broadcast(const char *call, const struct shm_group *g,
 {
 	shm_addr(call, source, len, shm.me);
 	shm_group_barrier(g);
-	if (g->me != root)
+	if (len && g->me != root)
 		memcpy(dest, at(source, gpe(g, root)), len);
-	else if (root_dest && dest != source)
+	else if (len && root_dest && dest != source)
 		memmove(dest, source, len);
 	shm_group_barrier(g);
 }
@@ -51,7 +58,7 @@ static void fcollect(const char *call, const struct shm_group *g,
 
 	shm_addr(call, source, len, shm.me);
 	shm_group_barrier(g);
-	for (i = 0; i < g->size; i++)
+	for (i = 0; len && i < g->size; i++)
 		memcpy((char *)dest + (size_t)i * len, at(source, gpe(g, i)),
 		       len);
 	shm_group_barrier(g);
@@ -71,7 +78,8 @@ static void collect(const char *call, const struct shm_group *g, void *dest,
 		size_t n = __atomic_load_n((uint64_t *)at(&g->sync[SHM_SYNC_WORD], pe),
 					   __ATOMIC_RELAXED);
 
-		memcpy((char *)dest + off, at(source, pe), n);
+		if (n)
+			memcpy((char *)dest + off, at(source, pe), n);
 		off += n;
 	}
 	shm_group_barrier(g);
@@ -110,6 +118,58 @@ static void alltoalls(const char *call, const struct shm_group *g,
 	shm_group_barrier(g);
 }
 
+/*
+ * Arrival counter i of a peer's sync array says that member i's part of
+ * its inbox holds data not yet reduced; the peer takes it back to zero
+ * after reading and clearing the part, so a writer that finds it at zero
+ * may write again. Counting rather than flagging lets a member that has
+ * gone on to the next collective (and its barrier) count in early.
+ */
+static void flat_reduce(const struct shm_group *g, void *dest,
+			const void *source, size_t n, size_t size, red_fn op)
+{
+	size_t bytes = n * size;
+	/* Inbox parts are 8-byte aligned only; ops want their type's. */
+	unsigned char acc[SHM_INBOX_BYTES] __attribute__((aligned(16)));
+	unsigned char in[SHM_INBOX_BYTES] __attribute__((aligned(16)));
+	unsigned char *inbox = (unsigned char *)&g->sync[SHM_SYNC_INBOX];
+	int i;
+
+	for (i = 0; i < g->size; i++) {
+		struct shm_backoff b = { 0 };
+		uint64_t *flag;
+
+		if (i == g->me)
+			continue;
+		flag = at(&g->sync[SHM_SYNC_FLAG + g->me], gpe(g, i));
+		while (__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+			shm_backoff(&b);
+		memcpy(at(inbox + (size_t)g->me * bytes, gpe(g, i)), source,
+		       bytes);
+		__atomic_fetch_add(flag, 1, __ATOMIC_RELEASE);
+	}
+	for (i = 0; i < g->size; i++) {
+		struct shm_backoff b = { 0 };
+		uint64_t *flag = &g->sync[SHM_SYNC_FLAG + i];
+		unsigned char *part = inbox + (size_t)i * bytes;
+
+		if (i == g->me) {
+			memcpy(in, source, bytes);
+		} else {
+			while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+				shm_backoff(&b);
+			memcpy(in, part, bytes);
+			memset(part, 0, bytes);
+			__atomic_fetch_sub(flag, 1, __ATOMIC_RELEASE);
+		}
+		if (i)
+			op(acc, in, n);
+		else
+			memcpy(acc, in, bytes);
+	}
+	memcpy(dest, acc, bytes);
+}
+
 static void reduce(const char *call, const struct shm_group *g, void *dest,
 		   const void *source, size_t n, size_t size, red_fn op)
 {
@@ -122,6 +182,10 @@ static void reduce(const char *call, const struct shm_group *g, void *dest,
 		return;
 	shm_addr(call, source, bytes, shm.me);
 	shm_addr(call, dest, bytes, shm.me);
+	if (g->size <= SHM_FLAT_MAX && bytes * (size_t)g->size <= SHM_INBOX_BYTES) {
+		flat_reduce(g, dest, source, n, size, op);
+		return;
+	}
 	if (!small) {
 		per = (n + (size_t)g->size - 1) / (size_t)g->size;
 		lo = per * (size_t)g->me;

@@ -9,11 +9,14 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <hmc/world.h>
 
 #include "internal.h"
 
@@ -97,40 +100,112 @@ static void print_info(size_t heap)
 		       shm.npes, heap);
 }
 
-int shmem_init_thread(int requested, int *provided)
+/* Start-up shared by shmem_init_thread() and shmemx_init_attr(). */
+static int init(const shmemx_init_attr_t *attr, unsigned int flags)
 {
 	size_t heap;
 	int err;
 
-	if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE)
-		shm_fatal("shmem_init_thread", "thread level %d is not one of SHMEM_THREAD_*",
-			  requested);
-	if (shm.initialized && !shm.finalized) {
-		if (provided)
-			*provided = shm.thread_level;
-		return 0;
-	}
-	if (shm.finalized)
-		shm_fatal("shmem_init", "the library cannot be initialised again after shmem_finalize");
-	err = shm_boot_init(&shm.me, &shm.npes);
+	err = shm_boot_init(attr, flags, &shm.me, &shm.npes);
 	if (err)
-		shm_fatal("shmem_init", "bootstrap: %s (HMC_SHMEM_* from oshrun are invalid)",
-			  strerror(-err));
+		return err;
 	heap = heap_size();
 	err = shm_seg_init(heap);
-	if (err)
-		shm_fatal("shmem_init", "symmetric segments: %s", strerror(-err));
+	if (err) {
+		fprintf(stderr, "shmem: PE %d: symmetric segments: %s\n", shm.me,
+			strerror(-err));
+		shm_boot_fini();
+		return err;
+	}
 	shm_heap_init((char *)shm.heap.base + shm.heap_internal,
 		      shm.heap.len - shm.heap_internal);
 	shm_team_init();
 	/* Every operation is a copy or a CPU atomic, safe from any thread. */
 	shm.thread_level = SHMEM_THREAD_MULTIPLE;
 	shm.initialized = 1;
+	shm_backoff_init();
 	print_info(heap);
 	shmem_barrier_all();
+	return 0;
+}
+
+int shmem_init_thread(int requested, int *provided)
+{
+	int err;
+
+	if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE)
+		shm_fatal("shmem_init_thread", "thread level %d is not one of SHMEM_THREAD_*",
+			  requested);
+	if (shm.finalized)
+		shm_fatal("shmem_init", "the library cannot be initialised again after shmem_finalize");
+	if (!shm.initialized) {
+		err = init(NULL, 0);
+		if (err)
+			shm_fatal("shmem_init", "start-up failed: %s",
+				  strerror(-err));
+	}
 	if (provided)
 		*provided = shm.thread_level;
 	return 0;
+}
+
+int shmemx_get_uniqueid(shmemx_uniqueid_t *uid)
+{
+	int err;
+
+	if (!uid)
+		return -EINVAL;
+	err = hmc_world_get_uid(NULL, (struct hmc_world_uid *)uid);
+	if (err)
+		fprintf(stderr, "shmem: shmemx_get_uniqueid: %s\n",
+			strerror(-err));
+	return err;
+}
+
+int shmemx_set_attr_uniqueid_args(int rank, int nranks,
+				  const shmemx_uniqueid_t *uid,
+				  shmemx_init_attr_t *attr)
+{
+	if (!uid || !attr || attr->size < sizeof(*attr) || nranks < 1 ||
+	    nranks > SHM_BOOT_MAX_PES || rank < 0 || rank >= nranks)
+		return -EINVAL;
+	attr->uid = uid;
+	attr->rank = rank;
+	attr->nranks = nranks;
+	return 0;
+}
+
+int shmemx_init_attr(unsigned int flags, shmemx_init_attr_t *attr)
+{
+	unsigned int how = flags & (SHMEMX_INIT_WITH_WORLD |
+				    SHMEMX_INIT_WITH_UNIQUEID);
+	const char *bad = NULL;
+
+	if (flags != how || how == (SHMEMX_INIT_WITH_WORLD |
+				    SHMEMX_INIT_WITH_UNIQUEID))
+		bad = "flags must be one of SHMEMX_INIT_WITH_*";
+	else if (how && (!attr || attr->size < sizeof(*attr)))
+		bad = "attr is NULL or smaller than shmemx_init_attr_t";
+	else if (attr && attr->size >= sizeof(*attr) &&
+		 (attr->thread_level < SHMEM_THREAD_SINGLE ||
+		  attr->thread_level > SHMEM_THREAD_MULTIPLE))
+		bad = "attr->thread_level is not one of SHMEM_THREAD_*";
+	else if ((how & SHMEMX_INIT_WITH_WORLD) && !attr->world)
+		bad = "attr->world is NULL";
+	else if ((how & SHMEMX_INIT_WITH_UNIQUEID) &&
+		 (!attr->uid || attr->nranks < 1 || attr->rank < 0 ||
+		  attr->rank >= attr->nranks))
+		bad = "attr has no unique id, or rank and nranks are invalid "
+		      "(shmemx_set_attr_uniqueid_args)";
+	else if (shm.finalized)
+		bad = "the library cannot be initialised again after shmem_finalize";
+	if (bad) {
+		fprintf(stderr, "shmem: shmemx_init_attr: %s\n", bad);
+		return -EINVAL;
+	}
+	if (shm.initialized)
+		return 0;
+	return init(attr, how);
 }
 
 void shmem_init(void)
@@ -154,10 +229,16 @@ void shmem_finalize(void)
 	shm_boot_fini();
 }
 
+/*
+ * The launcher (hmcrun, mpirun) ends the job when a PE exits with a
+ * non-zero status; with status 0 it would wait for the others, so we end
+ * them ourselves.
+ */
 void shmem_global_exit(int status)
 {
 	fflush(NULL);
-	shm_boot_abort(status & 0xff);
+	if (!(status & 0xff) && shm.initialized && !shm.finalized)
+		shm_seg_signal_peers(SIGTERM);
 	_exit(status);
 }
 

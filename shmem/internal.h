@@ -25,14 +25,25 @@
 #include <stdint.h>
 
 #include <shmem.h>
+#include <shmemx.h>
 
 #define SHM_MAX_DATA_SEGS	4
 /* Team slots: each team's barrier counters live at one slot of the heap's
  * internal area of every member; disjoint teams may share a slot. */
 #define SHM_MAX_TEAMS		64
-/* Group sync arrays (team slots and pSync): dissemination counters, one
- * per round, and one published word at the end. */
+/*
+ * Group sync arrays (team slots and pSync), in 64-bit words: dissemination
+ * counters, one per round (16 rounds cover SHM_BOOT_MAX_PES); in groups of
+ * up to SHM_FLAT_MAX members, one arrival counter per member and an inbox
+ * of one equal part per member (see coll.c); one published word at the
+ * end. Every word is back at zero once all members are through.
+ */
+#define SHM_SYNC_ROUNDS		16
+#define SHM_FLAT_MAX		32
+#define SHM_SYNC_FLAG		SHM_SYNC_ROUNDS
+#define SHM_SYNC_INBOX		(SHM_SYNC_FLAG + SHM_FLAT_MAX)
 #define SHM_SYNC_WORD		(SHMEM_SYNC_SIZE - 1)
+#define SHM_INBOX_BYTES		((SHM_SYNC_WORD - SHM_SYNC_INBOX) * 8)
 
 /* One symmetric segment of a PE as this process sees it. */
 struct shm_seg {
@@ -92,15 +103,20 @@ struct shm_state {
 	struct shm_seg data[SHM_MAX_DATA_SEGS];
 	unsigned char **peer_data[SHM_MAX_DATA_SEGS];
 	uint64_t slots_used;	/* team slot bitmap */
+	unsigned int spin_limit; /* polls a waiter spins before yielding */
 };
 
 extern struct shm_state shm;
 
 /* boot.c */
-int shm_boot_init(int *rank, int *size);
+#define SHM_BOOT_MAX_PES	4096
+int shm_boot_init(const shmemx_init_attr_t *attr, unsigned int flags,
+		  int *rank, int *size);
 int shm_boot_allgather(const void *mine, size_t len, void *all);
-void shm_boot_abort(int status);
 void shm_boot_fini(void);
+
+/* seg.c: send @sig to every other PE (global_exit's end of the job). */
+void shm_seg_signal_peers(int sig);
 
 /* seg.c */
 int shm_seg_init(size_t heap_size);
@@ -114,7 +130,10 @@ void shm_fatal(const char *call, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 2, 3)));
 void shm_check_init(const char *call);
 
-/* A peer address or a fatal error naming @call. */
+/*
+ * A peer address or a fatal error naming @call. An empty range (@len 0)
+ * touches no memory, so any address will do (programs pass NULL): NULL.
+ */
 static inline void *shm_addr(const char *call, const void *addr, size_t len,
 			     int pe)
 {
@@ -122,6 +141,8 @@ static inline void *shm_addr(const char *call, const void *addr, size_t len,
 
 	if (pe < 0 || pe >= shm.npes)
 		shm_fatal(call, "PE %d is out of range [0, %d)", pe, shm.npes);
+	if (!len)
+		return NULL;
 	p = shm_peer_addr(addr, pe);
 	if (!p || (len && !shm_peer_addr((const char *)addr + len - 1, pe)))
 		shm_fatal(call, "%p (%zu bytes) is not a symmetric data object",
@@ -162,6 +183,7 @@ void shm_team_barrier(shmem_team_t team);
 struct shm_backoff {
 	unsigned int spins;
 };
+void shm_backoff_init(void);
 void shm_backoff(struct shm_backoff *b);
 
 #endif /* HMC_SHMEM_INTERNAL_H */

@@ -4,24 +4,41 @@
  * that peers update by RMA, AMO or signal.
  *
  * Peers write our memory directly, so waiting is polling with acquire
- * loads. The poll spins briefly, then yields, then sleeps in short steps:
- * PEs often outnumber cores, and a spinning waiter would starve the PE it
- * waits for.
+ * loads. The poll spins, then yields, then sleeps in short steps. How long
+ * it spins depends on whether this host's PEs outnumber the CPUs we may
+ * run on: if not, the PE we wait for runs on another CPU and answers
+ * within a few hundred nanoseconds, and yielding would hand our CPU to an
+ * unrelated process for a whole time slice; if so, a spinning waiter
+ * would starve the PE it waits for, so it yields almost at once (as Open
+ * MPI does when oversubscribed).
  */
 #include <sched.h>
 #include <time.h>
 
 #include "internal.h"
 
+#define SPIN_SHORT	64
+#define SPIN_LONG	16384
+
+void shm_backoff_init(void)
+{
+	cpu_set_t set;
+	int local = shmem_team_n_pes(SHMEM_TEAM_SHARED);
+
+	shm.spin_limit = SPIN_SHORT;
+	if (!sched_getaffinity(0, sizeof(set), &set) && local <= CPU_COUNT(&set))
+		shm.spin_limit = SPIN_LONG;
+}
+
 void shm_backoff(struct shm_backoff *b)
 {
-	if (b->spins < 64) {
+	if (b->spins < shm.spin_limit) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #elif defined(__aarch64__)
 		__asm__ __volatile__("yield");
 #endif
-	} else if (b->spins < 4096) {
+	} else if (b->spins < shm.spin_limit + 4096) {
 		sched_yield();
 	} else {
 		struct timespec ts = { 0, 20000 };

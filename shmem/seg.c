@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,9 @@ err_close:
 	return err;
 }
 
+/* Every PE's process, for shm_seg_signal_peers(). */
+static pid_t *peer_pid;
+
 static void *map_peer(pid_t pid, int fd, size_t len)
 {
 	char path[64];
@@ -163,9 +167,13 @@ static int map_peers(const struct shm_peer_info *all)
 		if (!shm.peer_data[s])
 			return -ENOMEM;
 	}
+	peer_pid = calloc((size_t)shm.npes, sizeof(*peer_pid));
+	if (!peer_pid)
+		return -ENOMEM;
 	for (pe = 0; pe < shm.npes; pe++) {
 		const struct shm_peer_info *p = &all[pe];
 
+		peer_pid[pe] = p->pid;
 		if (p->heap_len != mine->heap_len || p->ndata != mine->ndata) {
 			fprintf(stderr, "shmem: PE %d: start-up: PE %d has another symmetric heap size or executable\n",
 				shm.me, pe);
@@ -199,6 +207,15 @@ err_map:
 	fprintf(stderr, "shmem: PE %d: start-up: cannot map the memory of PE %d (pid %d): %s\n",
 		shm.me, pe, (int)all[pe].pid, strerror(errno));
 	return -errno ? -errno : -EIO;
+}
+
+void shm_seg_signal_peers(int sig)
+{
+	int pe;
+
+	for (pe = 0; peer_pid && pe < shm.npes; pe++)
+		if (pe != shm.me)
+			kill(peer_pid[pe], sig);
 }
 
 int shm_seg_init(size_t heap_size)
@@ -267,6 +284,8 @@ void shm_seg_fini(void)
 				munmap(shm.peer_data[s][pe], shm.data[s].len);
 	}
 	free(shm.peer_heap);
+	free(peer_pid);
+	peer_pid = NULL;
 	shm.peer_heap = NULL;
 	for (s = 0; s < shm.ndata; s++) {
 		free(shm.peer_data[s]);

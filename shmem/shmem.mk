@@ -1,13 +1,17 @@
 # libhmc_shmem: OpenSHMEM 1.5 (shared, versioned soname, only the standard's
-# symbols exported; and static), oshrun, oshcc and hmc-shmem.pc. Public
-# headers in include/hmc-shmem/, installed in their own directory so they
-# do not clash with another implementation's shmem.h.
+# symbols and shmemx_* exported; and static), oshrun (an alias of hmcrun),
+# oshcc and hmc-shmem.pc. Public headers in include/hmc-shmem/, installed
+# in their own directory so they do not clash with another
+# implementation's shmem.h. It starts through hmc_world, so it links
+# libhmc (shared: a world the program made must be the library's own).
+# Included before tools/tools.mk: hmcrun is named by its path here.
 
 SHMEM_SO_MAJOR	:= 0
-SHMEM_LIB_SRCS	:= $(filter-out shmem/oshrun.c,$(sort $(wildcard shmem/*.c)))
+SHMEM_LIB_SRCS	:= $(sort $(wildcard shmem/*.c))
 SHMEM_LIB_OBJS	:= $(SHMEM_LIB_SRCS:%.c=$(O)/%.o)
-SHMEM_HDRS	:= $(wildcard shmem/*.h) $(wildcard include/hmc-shmem/*.h)
-SHMEM_CPPFLAGS	:= -D_GNU_SOURCE -Iinclude/hmc-shmem -Ishmem
+SHMEM_HDRS	:= $(wildcard shmem/*.h) $(wildcard include/hmc-shmem/*.h) \
+		   include/hmc/world.h include/hmc/hmc.h
+SHMEM_CPPFLAGS	:= -D_GNU_SOURCE -Iinclude/hmc-shmem -Iinclude -Ishmem
 SHMEM_A		:= $(O)/shmem/libhmc_shmem.a
 SHMEM_SO	:= $(O)/shmem/libhmc_shmem.so.$(VERSION)
 SHMEM_SONAME	:= libhmc_shmem.so.$(SHMEM_SO_MAJOR)
@@ -28,17 +32,21 @@ $(SHMEM_A): $(SHMEM_LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(SHMEM_SO): $(SHMEM_LIB_OBJS) shmem/libhmc_shmem.map
+# libhmc next to us: $(O)/lib in the tree, PREFIX/lib once installed.
+$(SHMEM_SO): $(SHMEM_LIB_OBJS) shmem/libhmc_shmem.map $(O)/lib/libhmc.so
 	$(CC) -shared -Wl,-soname,$(SHMEM_SONAME) \
 		-Wl,--version-script=shmem/libhmc_shmem.map -Wl,--no-undefined \
-		$(CFLAGS) -o $@ $(SHMEM_LIB_OBJS) -lpthread
+		-Wl,-rpath,'$$ORIGIN/../lib' \
+		$(CFLAGS) -o $@ $(SHMEM_LIB_OBJS) -L$(O)/lib -lhmc -lpthread
 
 $(O)/shmem/libhmc_shmem.so: $(SHMEM_SO)
 	ln -sf libhmc_shmem.so.$(VERSION) $(O)/shmem/$(SHMEM_SONAME)
 	ln -sf $(SHMEM_SONAME) $@
 
-$(OSHRUN): $(O)/shmem/oshrun.o
-	$(CC) $(CFLAGS) -o $@ $<
+$(OSHRUN): shmem/oshrun.in shmem/shmem.mk $(O)/tools/hmcrun
+	@mkdir -p $(@D)
+	sed -e 's|@HMCRUN@|$(CURDIR)/$(O)/tools/hmcrun|' $< > $@
+	chmod +x $@
 
 # The build tree's oshcc uses the build tree; install writes one for PREFIX.
 $(OSHCC): shmem/oshcc.in shmem/shmem.mk
@@ -61,8 +69,12 @@ install-shmem: shmem
 	ln -sf libhmc_shmem.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SHMEM_SONAME)
 	ln -sf $(SHMEM_SONAME) $(DESTDIR)$(PREFIX)/lib/libhmc_shmem.so
 	install -m 644 $(SHMEM_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(SHMEM_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 755 $(OSHRUN) $(DESTDIR)$(PREFIX)/bin/
+	@# Written from this install's PREFIX, not the one of the build.
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+		shmem/hmc-shmem.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hmc-shmem.pc
+	sed -e 's|@HMCRUN@|$(PREFIX)/bin/hmcrun|' shmem/oshrun.in \
+		> $(DESTDIR)$(PREFIX)/bin/oshrun
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/oshrun
 	sed -e 's|@INCDIR@|$(PREFIX)/include/hmc-shmem|' \
 		-e "s|@LIBDIR@|$(PREFIX)/lib|g" shmem/oshcc.in \
 		> $(DESTDIR)$(PREFIX)/bin/oshcc

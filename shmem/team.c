@@ -7,7 +7,7 @@
  * every member's heap; the members of a new team agree on a slot that no
  * member uses yet by OR-ing their slot bitmaps over the parent team.
  *
- * The barrier is a dissemination barrier: in round k each member adds one
+ * The barrier of larger groups is a dissemination barrier: in round k each member adds one
  * to counter k of the member 2^k ahead and waits until its own counter k is
  * non-zero, then takes one back. Counting rather than flagging lets a fast
  * peer signal the next barrier early, and leaves every counter at zero
@@ -92,12 +92,46 @@ void shm_set_group(const char *call, int start, int log_stride, int size,
 	g->sync = (uint64_t *)psync;
 }
 
+/*
+ * Up to FLAT_BARRIER members: every member counts itself in at every peer
+ * (the arrival counters of coll.c's flat reductions, which count the same
+ * way) and waits for all, one step where dissemination takes log2(size).
+ * Above, the n^2 increments cost more than the rounds they save.
+ */
+#define FLAT_BARRIER	8
+
+static void flat_barrier(const struct shm_group *g)
+{
+	int i;
+
+	for (i = 0; i < g->size; i++)
+		if (i != g->me)
+			__atomic_fetch_add((uint64_t *)shm_peer_addr(
+					&g->sync[SHM_SYNC_FLAG + g->me],
+					g->start + i * g->stride),
+					   1, __ATOMIC_RELEASE);
+	for (i = 0; i < g->size; i++) {
+		uint64_t *flag = &g->sync[SHM_SYNC_FLAG + i];
+		struct shm_backoff b = { 0 };
+
+		if (i == g->me)
+			continue;
+		while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+			shm_backoff(&b);
+		__atomic_fetch_sub(flag, 1, __ATOMIC_ACQ_REL);
+	}
+}
+
 void shm_group_barrier(const struct shm_group *g)
 {
 	int k, dist;
 
 	/* Our stores, and copies into peers, are visible before we signal. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (g->size <= FLAT_BARRIER) {
+		flat_barrier(g);
+		return;
+	}
 	for (k = 0, dist = 1; dist < g->size; k++, dist <<= 1) {
 		int to = g->start + ((g->me + dist) % g->size) * g->stride;
 		uint64_t *peer = shm_peer_addr(&g->sync[k], to);

@@ -51,11 +51,13 @@ extern "C" {
 
 /*
  * pSync arrays of the active-set routines hold one counter per round of a
- * dissemination barrier (at most 64 rounds); every routine uses the same
- * layout, so one size serves them all.
+ * dissemination barrier, one arrival counter per member of a small group,
+ * and an inbox through which small groups exchange small reductions in
+ * one step; every routine uses the same layout, so one size serves them
+ * all.
  */
 #define SHMEM_SYNC_VALUE		0L
-#define SHMEM_SYNC_SIZE			64
+#define SHMEM_SYNC_SIZE			560
 #define SHMEM_BCAST_SYNC_SIZE		SHMEM_SYNC_SIZE
 #define SHMEM_BARRIER_SYNC_SIZE		SHMEM_SYNC_SIZE
 #define SHMEM_REDUCE_SYNC_SIZE		SHMEM_SYNC_SIZE
@@ -587,6 +589,77 @@ void shmem_ctx_quiet(shmem_ctx_t ctx);
 void shmem_set_lock(long *lock);
 void shmem_clear_lock(long *lock);
 int shmem_test_lock(long *lock);
+
+/* ----------------------------------------------------------------------
+ * Deprecated API that OpenSHMEM 1.5 still lists (its annex of deprecated
+ * interfaces), for the many programs and test suites written against
+ * 1.0-1.3: the _SHMEM_ constants, start_pes, shmalloc and friends, the
+ * old AMO and wait names, and the cache routines (no-ops: every mapping
+ * here is cache coherent).
+ */
+#define _SHMEM_MAJOR_VERSION		SHMEM_MAJOR_VERSION
+#define _SHMEM_MINOR_VERSION		SHMEM_MINOR_VERSION
+#define _SHMEM_MAX_NAME_LEN		SHMEM_MAX_NAME_LEN
+#define _SHMEM_VENDOR_STRING		SHMEM_VENDOR_STRING
+#define _SHMEM_CMP_EQ			SHMEM_CMP_EQ
+#define _SHMEM_CMP_NE			SHMEM_CMP_NE
+#define _SHMEM_CMP_GT			SHMEM_CMP_GT
+#define _SHMEM_CMP_GE			SHMEM_CMP_GE
+#define _SHMEM_CMP_LT			SHMEM_CMP_LT
+#define _SHMEM_CMP_LE			SHMEM_CMP_LE
+#define _SHMEM_SYNC_VALUE		SHMEM_SYNC_VALUE
+#define _SHMEM_BCAST_SYNC_SIZE		SHMEM_BCAST_SYNC_SIZE
+#define _SHMEM_BARRIER_SYNC_SIZE	SHMEM_BARRIER_SYNC_SIZE
+#define _SHMEM_REDUCE_SYNC_SIZE		SHMEM_REDUCE_SYNC_SIZE
+#define _SHMEM_COLLECT_SYNC_SIZE	SHMEM_COLLECT_SYNC_SIZE
+#define _SHMEM_REDUCE_MIN_WRKDATA_SIZE	SHMEM_REDUCE_MIN_WRKDATA_SIZE
+
+void start_pes(int npes);
+int _my_pe(void);
+int _num_pes(void);
+void *shmalloc(size_t size);
+void shfree(void *ptr);
+void *shrealloc(void *ptr, size_t size);
+void *shmemalign(size_t alignment, size_t size);
+
+void shmem_clear_cache_inv(void);
+void shmem_set_cache_inv(void);
+void shmem_clear_cache_line_inv(void *dest);
+void shmem_set_cache_line_inv(void *dest);
+void shmem_udcflush(void);
+void shmem_udcflush_line(void *dest);
+
+/* Old AMO names: fetch, set, swap on these; the others on the integers. */
+#define HMC_SHMEM_OLD_EXT_AMO_TYPES(X)					\
+	X(float, float) X(double, double) HMC_SHMEM_OLD_AMO_TYPES(X)
+#define HMC_SHMEM_OLD_AMO_TYPES(X)					\
+	X(int, int) X(long, long) X(long long, longlong)
+#define HMC_SHMEM_DECL_OLD_EXT_AMO(TYPE, NAME)				\
+TYPE shmem_##NAME##_fetch(const TYPE *source, int pe);			\
+void shmem_##NAME##_set(TYPE *dest, TYPE value, int pe);		\
+TYPE shmem_##NAME##_swap(TYPE *dest, TYPE value, int pe);
+#define HMC_SHMEM_DECL_OLD_AMO(TYPE, NAME)				\
+TYPE shmem_##NAME##_cswap(TYPE *dest, TYPE cond, TYPE value, int pe);	\
+TYPE shmem_##NAME##_finc(TYPE *dest, int pe);				\
+void shmem_##NAME##_inc(TYPE *dest, int pe);				\
+TYPE shmem_##NAME##_fadd(TYPE *dest, TYPE value, int pe);		\
+void shmem_##NAME##_add(TYPE *dest, TYPE value, int pe);
+HMC_SHMEM_OLD_EXT_AMO_TYPES(HMC_SHMEM_DECL_OLD_EXT_AMO)
+HMC_SHMEM_OLD_AMO_TYPES(HMC_SHMEM_DECL_OLD_AMO)
+#undef HMC_SHMEM_DECL_OLD_EXT_AMO
+#undef HMC_SHMEM_DECL_OLD_AMO
+long shmem_swap(long *dest, long value, int pe);
+
+/* Old waits: until *ivar differs from cmp_value, and the untyped long form. */
+#define HMC_SHMEM_OLD_WAIT_TYPES(X)					\
+	X(short, short) X(int, int) X(long, long) X(long long, longlong)
+#define HMC_SHMEM_DECL_OLD_WAIT(TYPE, NAME)				\
+void shmem_##NAME##_wait(TYPE *ivar, TYPE cmp_value);
+HMC_SHMEM_OLD_WAIT_TYPES(HMC_SHMEM_DECL_OLD_WAIT)
+#undef HMC_SHMEM_DECL_OLD_WAIT
+void shmem_wait(long *ivar, long cmp_value);
+/* With C11 the generic shmem_wait_until below takes a long * the same way. */
+void shmem_wait_until(long *ivar, int cmp, long cmp_value);
 
 /* ----------------------------------------------------------------------
  * C11 generic bindings: shmem_put(dest, source, nelems, pe) and the other

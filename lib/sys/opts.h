@@ -27,7 +27,7 @@
  */
 #define hmc_buf_opts__last_field	numa_node
 #define hmc_buf_opts__reserved(o)	0
-#define hmc_comm_opts__last_field	tls_ca
+#define hmc_comm_opts__last_field	msg_slot_size
 #define hmc_comm_opts__reserved(o)	((o)->reserved0 || (o)->reserved1)
 #define hmc_world_opts__last_field	err_msg_len
 #define hmc_world_opts__reserved(o)	0

@@ -14,17 +14,20 @@ hmc.payload for what can be sent. libhmc is found through HMC_LIBRARY (a
 path), the source tree's build/lib, the dynamic linker, or <prefix>/lib.
 """
 
-from . import _lib, pool
+from . import _lib, collective, pool
 from .buffer import IOBuffer
+from .collective import Group
 from .enums import ConnType, MemoryType, Status
 from .errors import HMCBufferError, HMCError, HMCStatusError, HMCTimeoutError
+from .messages import ANY_SOURCE, ANY_TAG, P2POp, Request
 from .session import Session, create_session
 from .world import World, init_world
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConnType", "HMCBufferError", "HMCError", "HMCStatusError",
+    "ANY_SOURCE", "ANY_TAG", "ConnType", "Group", "HMCBufferError", "HMCError",
+    "HMCStatusError", "P2POp", "Request",
     "HMCTimeoutError", "IOBuffer", "MemoryType", "Session", "Status",
     "World", "create_session", "init_world", "library_path",
     "memory_supported", "pool", "version",

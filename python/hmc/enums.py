@@ -70,8 +70,10 @@ class ConnType(IntEnum):
 
     RDMA is the reference's name for libhmc's ibverbs transport (VERBS).
     SHM is libhmc's own: a peer on the same host maps our buffer.
+    TCP is libhmc's own too: one-sided transfers over TCP streams.
     """
     UCX = 1
     VERBS = 2
     RDMA = 2
     SHM = 3
+    TCP = 4

@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from .enums import MemoryType
 from .errors import HMCBufferError
 
-Region = namedtuple("Region", "ptr nbytes mem_type")
+# device: the GPU of a tensor (its index), for copies that need one
+Region = namedtuple("Region", "ptr nbytes mem_type device", defaults=(0,))
 
 _PyBUF_SIMPLE = 0
 _PyBUF_WRITABLE = 1
@@ -119,7 +120,7 @@ def _torch_region(t, nbytes, device, writable):
         # Work queued on the tensor's stream must be done before we copy.
         torch.cuda.current_stream(t.device).synchronize()
     n = _length(t.numel() * t.element_size(), nbytes, "tensor")
-    return t, Region(t.data_ptr(), n, mem_type)
+    return t, Region(t.data_ptr(), n, mem_type, t.device.index or 0)
 
 
 def _array_interface_region(obj, nbytes, writable):

@@ -26,6 +26,8 @@ HEADERS = [os.path.join(HEADER_DIR, "hmc", h) for h in ("hmc.h", "pool.h")]
 STRUCTS = {
     "hmc_comm_opts": _lib.CommOpts,
     "hmc_buf_opts": _lib.BufOpts,
+    "hmc_msg_status": _lib.MsgStatus,
+    "hmc_msg": _lib.Msg,
     "hmc_pool_opts": hmc.pool.PoolOpts,
     "hmc_pool_copy_desc": hmc.pool.CopyDesc,
 }
@@ -43,6 +45,10 @@ CONSTANTS = {
     "HMC_MEM_MUSA": hmc.MemoryType.MUSA,
     "HMC_TRANSPORT_UCX": hmc.ConnType.UCX,
     "HMC_TRANSPORT_VERBS": hmc.ConnType.VERBS,
+    "HMC_MSG_SEND": _lib.MSG_SEND,
+    "HMC_MSG_RECV": _lib.MSG_RECV,
+    "HMC_TRANSPORT_SHM": hmc.ConnType.SHM,
+    "HMC_TRANSPORT_TCP": hmc.ConnType.TCP,
     "HMC_POOL_HOST": hmc.pool.HOST,
     "HMC_POOL_DEVICE": hmc.pool.DEVICE,
     "HMC_POOL_COPY_ASYNC": hmc.pool.COPY_ASYNC,

@@ -38,7 +38,7 @@ report() {
 	ratio=nan
 	[ -n "$pairs" ] && ratio=$(median $pairs)
 	printf '%-22s %s\n' "$1" "$6"
-	printf '  %-10s %10s %s   runs:%s\n' hmcperf "$mo" "$5" "$2"
+	printf '  %-10s %10s %s   runs:%s\n' "${OURS:-hmcperf}" "$mo" "$5" "$2"
 	printf '  %-10s %10s %s   runs:%s\n' reference "$mt" "$5" "$3"
 	printf '  %-10s %10s (ratio of the medians %s)   pairs: %s\n' ratio "$ratio" "$of_medians" "$pairs"
 	RATIOS="${RATIOS}RATIO $1 $ratio $4

@@ -39,4 +39,15 @@ lib=$(ldd "$tmp/bin/hmc_client" | awk '$1 ~ /^libhmc\.so/ { print $3 }')
 [ "$lib" = "$prefix/lib/libhmc.so.0" ] ||
 	fail "hmc_client loads libhmc from '$lib', not $prefix/lib"
 echo "ok - install: hmc.pc names the install's prefix, the examples build with pkg-config alone"
+
+# OpenSHMEM: a program built with hmc-shmem.pc alone runs under the
+# installed oshrun (an alias of the installed hmcrun).
+cp tests/shmem/example_shift.c "$tmp/src/"
+# shellcheck disable=SC2046 # pkg-config's output is a word list
+(cd "$tmp/src" && cc -std=gnu11 -Wall -Werror $(pkg-config --cflags hmc-shmem) \
+	example_shift.c -o "$tmp/bin/shift" $(pkg-config --libs hmc-shmem) \
+	-Wl,-rpath,"$prefix/lib") || fail "example_shift.c does not build against $prefix"
+out=$("$prefix/bin/oshrun" -np 3 --timeout 60 "$tmp/bin/shift") &&
+	[ "$out" = "shift correct on 3 PEs" ] || fail "installed oshrun: $out"
+echo "ok - install: hmc-shmem.pc and oshrun of the install's prefix"
 examples/smoke.sh "$tmp/bin"

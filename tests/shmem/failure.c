@@ -29,6 +29,8 @@ int main(int argc, char **argv)
 			raise(SIGKILL);
 		else if (!strcmp(mode, "exit"))
 			shmem_global_exit(3);
+		else if (!strcmp(mode, "exit0"))
+			shmem_global_exit(0);
 	}
 	shmem_barrier_all();
 	shmem_finalize();

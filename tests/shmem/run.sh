@@ -1,7 +1,9 @@
 #!/bin/sh
-# Run every OpenSHMEM conformance test under oshrun with 1, 2, 3 and 4 PEs
-# (more PEs than this machine has cores on purpose), then the failure-path
-# tests. Usage: tests/shmem/run.sh BUILD_DIR
+# Run every OpenSHMEM conformance test under oshrun (hmcrun) with 1, 2, 3
+# and 4 PEs (more PEs than this machine has cores on purpose) and under
+# Open MPI's mpirun with 4 (PMIx), then shmemx_init_attr() from a world and
+# from a unique id, then the failure-path tests.
+# Usage: tests/shmem/run.sh BUILD_DIR
 set -eu
 O=${1:-build}
 OSHRUN=$O/shmem/oshrun
@@ -17,6 +19,37 @@ for t in "$O"/tests/shmem/test_*; do
 			echo "ok   $(basename "$t") with $n PEs"
 		fi
 	done
+done
+
+# mpirun starts the same programs: hmc_world takes its PMIx.
+MPIRUN="mpirun --allow-run-as-root --oversubscribe"
+command -v mpirun >/dev/null || { echo "FAIL mpirun not found (openmpi-bin)"; exit 1; }
+for t in "$O"/tests/shmem/test_*; do
+	if ! out=$(timeout 120 $MPIRUN -np 4 "$t" 2>&1); then
+		echo "FAIL $(basename "$t") under mpirun -np 4:"
+		echo "$out" | tail -20
+		fail=1
+	else
+		echo "ok   $(basename "$t") under mpirun -np 4"
+	fi
+done
+
+# shmemx_init_attr(): from the program's own world, and from a unique id.
+for n in 1 2 4; do
+	if out=$("$OSHRUN" -np "$n" --timeout 60 "$O/tests/shmem/shmemx_init" world 2>&1) &&
+	   [ "$out" = "shmemx world: $n PEs ok" ]; then
+		echo "ok   shmemx_init_attr from a world with $n PEs"
+	else
+		echo "FAIL shmemx_init_attr from a world with $n PEs: $out"
+		fail=1
+	fi
+	if out=$(timeout 60 "$O/tests/shmem/shmemx_init" uid "$n" 2>/dev/null) &&
+	   [ "$out" = "shmemx uid: $n PEs ok" ]; then
+		echo "ok   shmemx_init_attr from a unique id with $n PEs"
+	else
+		echo "FAIL shmemx_init_attr from a unique id with $n PEs: $out"
+		fail=1
+	fi
 done
 
 # Programs built with oshcc, as a user builds them.
@@ -54,6 +87,8 @@ expect_fail() {	# mode, status, pattern of the line
 }
 expect_fail nonsym 1 '^shmem: PE 2: shmem_long_p: 0x[0-9a-f]* (8 bytes) is not a symmetric data object$'
 expect_fail badpe 1 '^shmem: PE 2: shmem_long_p: PE 3 is out of range \[0, 3)$'
-expect_fail kill 137 '^oshrun: PE 2 (pid [0-9]*) was killed by signal 9'
-expect_fail exit 3 '^oshrun: PE 2 called shmem_global_exit(3); ending the job$'
+expect_fail kill 137 '^hmcrun: rank 2 (pid [0-9]*) killed by signal 9 (Killed); stopping the others$'
+expect_fail exit 3 '^hmcrun: rank 2 (pid [0-9]*) exited with status 3; stopping the others$'
+# global_exit(0): the launcher would wait for the others; we end them.
+expect_fail exit0 143 '^hmcrun: rank [01] (pid [0-9]*) killed by signal 15 (Terminated); stopping the others$'
 [ "$fail" = 0 ]

@@ -263,6 +263,34 @@ out:
 	shmem_barrier_all();
 }
 
+/*
+ * Empty collectives touch no memory, so programs pass NULL: they must
+ * neither fail nor skip their synchronisation, and pSync stays at rest.
+ */
+static void empty(void)
+{
+	static long ps[SHMEM_SYNC_SIZE];
+	static long pw[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
+	int n = shmem_n_pes(), i;
+
+	shmem_barrier_all();
+	CHECK(shmem_int_broadcast(SHMEM_TEAM_WORLD, NULL, NULL, 0, 0) == 0, "bcast");
+	CHECK(shmem_long_collect(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0, "collect");
+	CHECK(shmem_long_fcollect(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0, "fcollect");
+	CHECK(shmem_int_alltoall(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0, "alltoall");
+	CHECK(shmem_long_sum_reduce(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0, "reduce");
+	shmem_broadcast64(NULL, NULL, 0, 0, 0, 0, n, ps);
+	shmem_collect32(NULL, NULL, 0, 0, 0, n, ps);
+	shmem_fcollect64(NULL, NULL, 0, 0, 0, n, ps);
+	shmem_alltoalls32(NULL, NULL, 1, 1, 0, 0, 0, n, ps);
+	shmem_long_sum_to_all(NULL, NULL, 0, 0, 0, n, pw, ps);
+	shmem_putmem(NULL, NULL, 0, n - 1);
+	shmem_getmem(NULL, NULL, 0, n - 1);
+	shmem_barrier_all();
+	for (i = 0; i < SHMEM_SYNC_SIZE; i++)
+		CHECK(ps[i] == SHMEM_SYNC_VALUE, "pSync[%d] is %ld", i, ps[i]);
+}
+
 int main(void)
 {
 	int me, n, r;
@@ -291,6 +319,7 @@ int main(void)
 	reductions(SHMEM_TEAM_WORLD, dst, src);
 	teams(dst, src);
 	active_set(dst, src);
+	empty();
 	CHECK(shmem_team_sync(SHMEM_TEAM_INVALID) != 0, "invalid team");
 	shmem_free(src);
 	shmem_free(dst);
