@@ -384,6 +384,11 @@ static int prepare(struct hmc_pool *p, void *dst, const void *src, size_t len,
 	ret = resolve(p, dst, len, want_dst, d);
 	if (!ret)
 		ret = resolve(p, src, len, want_src, s);
+	if (!ret && d->rank < 0 && s->rank < 0) {
+		/* Only AUTO gets here: every other kind names a global side. */
+		pr_debug("pool: neither %p nor %p is a global address", dst, src);
+		return -EINVAL;
+	}
 	return ret;
 }
 

@@ -133,12 +133,13 @@ static char *slot_of(const struct hmc_pool *p, uint32_t rank)
 }
 
 /*
- * Agree on one address for @total bytes in every rank: proposers take
- * turns until every rank could claim the same range.
+ * Agree on one address for @total bytes in every rank: the members of
+ * @recs (@nr) propose in turn until every rank could claim the same range.
  */
-static int reserve_range(struct hmc_pool *p, size_t total)
+static int reserve_range(struct hmc_pool *p, size_t total,
+			 const struct pool_rec *recs, uint32_t nr)
 {
-	uint32_t size = hmc_world_size(p->world), n = size + 64, round, i;
+	uint32_t n = hmc_world_size(p->world) + 64, proposer = 0, round, i;
 	struct pool_claim mine, *all;
 	uint64_t addr = 0;
 	void *at;
@@ -149,8 +150,10 @@ static int reserve_range(struct hmc_pool *p, size_t total)
 	if (!all)
 		return -ENOMEM;
 	for (round = 0; round < POOL_RESERVE_ROUNDS; round++) {
-		uint32_t proposer = round % size;
-
+		/* The next rank with a member proposes. */
+		for (i = 0; i < nr && !recs[(proposer + i) % nr].role; i++)
+			;
+		proposer = (proposer + i) % nr;
 		if (proposer == p->rank) {
 			/* A free range, aligned, given back for all to claim. */
 			at = mmap(NULL, total + POOL_SLOT_ALIGN, PROT_NONE,
@@ -162,7 +165,8 @@ static int reserve_range(struct hmc_pool *p, size_t total)
 			if (at != MAP_FAILED)
 				munmap(at, total + POOL_SLOT_ALIGN);
 			/* Spread retries: later rounds move up. */
-			addr += (uint64_t)round * POOL_SLOT_ALIGN;
+			if (addr)
+				addr += (uint64_t)round * POOL_SLOT_ALIGN;
 		}
 		ret = hmc_world_bcast(p->world, &addr, sizeof(addr), proposer,
 				      p->timeout_ms);
@@ -200,6 +204,7 @@ static int reserve_range(struct hmc_pool *p, size_t total)
 		ret = -EADDRINUSE;
 		pr_debug("pool: round %u: %#llx is taken in some rank", round,
 			 (unsigned long long)addr);
+		proposer = (proposer + 1) % nr;
 	}
 	free(all);
 	return ret;
@@ -408,7 +413,7 @@ static int new_geometry(struct hmc_pool *p, const struct pool_rec *recs,
 	p->nr_slots = 2 * hmc_world_size(p->world) + POOL_SPARE_SLOTS;
 	if (p->stride > SIZE_MAX / p->nr_slots)
 		return -EOVERFLOW;
-	return reserve_range(p, p->stride * p->nr_slots);
+	return reserve_range(p, p->stride * p->nr_slots, recs, nr);
 }
 
 static int setup_buffer(struct hmc_pool *p, const struct hmc_pool_opts *o,

@@ -140,16 +140,22 @@ static void ucx_log_install(void)
 	ucs_log_push_handler(ucx_log);
 }
 
-/* A memory type UCX must support for the buffer, or HOST. */
+/*
+ * A memory type UCX must support for the buffer, HOST, or UNKNOWN for
+ * device memory UCX has no type for (Ascend, CNRT, MUSA): such memory is
+ * no host memory either, so UCX must not be told it is.
+ */
 static ucs_memory_type_t buf_ucs_mem_type(struct hmc_buf *buf)
 {
 	switch (hmc_buf_mem_type(buf)) {
+	case HMC_MEM_CPU:
+		return UCS_MEMORY_TYPE_HOST;
 	case HMC_MEM_CUDA:
 		return UCS_MEMORY_TYPE_CUDA;
 	case HMC_MEM_ROCM:
 		return UCS_MEMORY_TYPE_ROCM;
 	default:
-		return UCS_MEMORY_TYPE_HOST;
+		return UCS_MEMORY_TYPE_UNKNOWN;
 	}
 }
 
@@ -168,7 +174,8 @@ static int ucx_map_buffer(struct ucx_ctx *u, struct hmc_buf *buf)
 	ucs_status_t st;
 
 	if (mt != UCS_MEMORY_TYPE_HOST) {
-		st = ucp_context_query(u->context, &attr);
+		st = mt == UCS_MEMORY_TYPE_UNKNOWN ? UCS_ERR_UNSUPPORTED :
+		     ucp_context_query(u->context, &attr);
 		if (st != UCS_OK || !(attr.memory_types & UCS_BIT(mt))) {
 			pr_info("this UCX build cannot reach %s memory",
 				hmc_mem_type_name(hmc_buf_mem_type(buf)));

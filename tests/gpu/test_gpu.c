@@ -402,6 +402,39 @@ static void device_ids(const struct gpu *gpu)
 	check_mock(gpu, "device ids");
 }
 
+/*
+ * A runtime UCX has no memory type for (Ascend, CNRT, MUSA): a ConnBuffer
+ * of its memory must not reach UCX as host memory, so bringing UCX up for
+ * it fails cleanly, whichever side dials.
+ */
+static void no_ucx_type(const struct gpu *gpu)
+{
+	HMC_OPTS(hmc_comm_opts, o0, .rank = 0);
+	HMC_OPTS(hmc_comm_opts, o1, .rank = 1);
+	struct hmc_comm *host_comm = NULL, *dev_comm = NULL;
+	struct hmc_buf *host, *dev;
+	int port;
+
+	EXPECT_RET(hmc_buf_create(HMC_MEM_CPU, 0, 1 << 16, NULL, &host), 0);
+	EXPECT_RET(hmc_buf_create(gpu->type, 0, 1 << 16, NULL, &dev), 0);
+	if (!host || !dev)
+		return;
+	EXPECT_RET(hmc_comm_create(host, &o0, &host_comm), 0);
+	EXPECT_RET(hmc_comm_create(dev, &o1, &dev_comm), 0);
+	if (host_comm && dev_comm &&
+	    !hmc_comm_listen(host_comm, "127.0.0.1", 0)) {
+		port = hmc_comm_listen_port(host_comm);
+		EXPECT_RET(hmc_comm_connect(dev_comm, 0, "127.0.0.1",
+					    (uint16_t)port, HMC_TRANSPORT_UCX),
+			   -EOPNOTSUPP);
+	}
+	hmc_comm_destroy(dev_comm);
+	hmc_comm_destroy(host_comm);
+	hmc_buf_destroy(dev);
+	hmc_buf_destroy(host);
+	check_mock(gpu, "no UCX memory type");
+}
+
 struct worker {
 	const struct gpu *gpu;
 	int dev;
@@ -496,6 +529,8 @@ static bool test_runtime(enum hmc_mem_type type, const char *lib,
 	}
 	device_ids(&gpu);
 	threads(&gpu);
+	if (!dmabuf)		/* the runtimes UCX has no memory type for */
+		no_ucx_type(&gpu);
 
 	if (mocked) {
 		check_mock(&gpu, "end");

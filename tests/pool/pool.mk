@@ -14,6 +14,7 @@ $(POOL_TEST): tests/pool/pool_test.c tests/unit/pattern.h include/hmc/pool.h \
 
 .PHONY: pool-test
 _test: pool-test
+SAN_SUITES += pool-test	# the ASan+UBSan tier runs it too (tests/san/san.mk)
 pool-test: $(POOL_TEST) $(HMCRUN) $(GPU_MOCKS)
 	@O=$(O) tests/pool/run.sh
 

@@ -21,6 +21,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,9 +45,9 @@ static enum hmc_mem_type dev_type = HMC_MEM_CPU;
 
 #define CHECK(cond, ...)						\
 	do {								\
-		checks++;						\
+		__atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);	\
 		if (!(cond)) {						\
-			failures++;					\
+			__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED); \
 			printf("not ok - rank %u %s:%d: ", me, __FILE__, \
 			       __LINE__);				\
 			printf(__VA_ARGS__);				\
@@ -213,6 +214,61 @@ static void host_kinds(struct hmc_pool *pool)
 	       me, n);
 }
 
+#define THREADS		3
+
+struct copier {
+	struct hmc_pool *pool;
+	uint32_t id;
+};
+
+/*
+ * One of THREADS threads copying at once into every rank's segment (its
+ * own region per rank), half the copies asynchronous, then reading each
+ * region back: the pool's copies from any thread.
+ */
+static void *copier_run(void *arg)
+{
+	const struct copier *c = arg;
+	uint8_t *out = malloc(REGION), *in = malloc(REGION);
+	uint32_t phase = 7 + c->id, t, round;
+
+	for (round = 0; round < 3; round++) {
+		for (t = 0; t < n; t++) {
+			char *at = (char *)hmc_pool_ptr(c->pool, HMC_POOL_HOST, t) +
+				   region_off(phase, me);
+
+			pattern_fill(out, REGION, seed(phase, me, t) + round);
+			CHECK_RET(hmc_pool_copy(c->pool, at, out, REGION,
+						HMC_POOL_H2G, 0), 0);
+			memset(in, 0, REGION);
+			CHECK_RET(hmc_pool_copy(c->pool, in, at, REGION,
+						HMC_POOL_G2H, 0), 0);
+			check_bytes(in, REGION, seed(phase, me, t) + round,
+				    "threads", me, t);
+		}
+	}
+	free(out);
+	free(in);
+	return NULL;
+}
+
+static void threads(struct hmc_pool *pool)
+{
+	struct copier c[THREADS];
+	pthread_t tid[THREADS];
+	uint32_t i;
+
+	for (i = 0; i < THREADS; i++) {
+		c[i] = (struct copier){ .pool = pool, .id = i };
+		CHECK(!pthread_create(&tid[i], NULL, copier_run, &c[i]),
+		      "pthread_create");
+	}
+	for (i = 0; i < THREADS; i++)
+		pthread_join(tid[i], NULL);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	printf("ok - rank %u: %u threads copying at once\n", me, THREADS);
+}
+
 /* L, G2L, L2G, L2GH, GH2L on the device segment and device memory. */
 static void device_kinds(struct hmc_pool *pool)
 {
@@ -326,6 +382,8 @@ static void refusals(struct hmc_pool *pool)
 		  -EINVAL);
 	CHECK_RET(hmc_pool_copy(pool, seg, buf, 16, (enum hmc_pool_copy_kind)99,
 				0), -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, buf, buf + 32, 16, HMC_POOL_AUTO, 0),
+		  -EINVAL);	/* no global side */
 	CHECK_RET(hmc_pool_copy(pool, seg, buf, 16, HMC_POOL_H2G, 1U << 7),
 		  -EINVAL);
 	if (dev_type == HMC_MEM_CPU)	/* no device memory at all */
@@ -702,6 +760,7 @@ int main(int argc, char **argv)
 	if (dev_type != HMC_MEM_CPU)
 		device_kinds(pool);
 	refusals(pool);
+	threads(pool);
 	control(pool);
 	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
 	CHECK_RET(hmc_pool_destroy(pool), 0);
