@@ -10,7 +10,7 @@
 # oshrun and mpirun), all with more PEs than this machine may have CPUs.
 #
 #   put_lat_8B       putmem 8 B + quiet, ping-pong through wait_until (one-way)
-#   put_bw_1MiB      putmem 1 MiB back to back, quiet at the end
+#   put_bw_1MiB      putmem 1 MiB back to back, quiet at the end (best batch)
 #   fadd_lat         blocking long fetch-and-add on the peer
 #   barrier_4pe      barrier_all
 #   sum_reduce_*     long_sum_to_all of 8 B and 1 MiB
