@@ -70,6 +70,7 @@ include tests/unit/unit.mk
 -include tests/install/install.mk
 -include tests/shmem/shmem-tests.mk
 -include tests/world/world.mk
+-include tests/pool/pool.mk
 -include tests/verbs/verbs.mk
 -include tests/bench/bench.mk
 -include tests/kmod/kmod-tests.mk

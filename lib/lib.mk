@@ -14,7 +14,7 @@ LIB_SO_MAJOR	:= 0
 LIB_SRCS	:= $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
 LIB_OBJS	:= $(LIB_SRCS:%.c=$(O)/%.o)
 LIB_HDRS	:= $(wildcard lib/*/*.h lib/*/*/*.h) include/hmc/hmc.h \
-		   include/hmc/world.h uapi/linux/hmc.h
+		   include/hmc/world.h include/hmc/pool.h uapi/linux/hmc.h
 LIB_PKGS	:= ucx libkmod libcrypto libssl libibverbs
 # PMIx, libcurl, json-c: headers only; lib/world opens them at run time.
 LIB_PKG_CFLAGS	:= $(shell pkg-config --cflags $(LIB_PKGS) pmix libcurl \
@@ -23,6 +23,7 @@ LIB_PKG_LIBS	:= $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS	:= $(LIB_PKG_LIBS) -ldl -lpthread
 LIBHMC_A	:= $(O)/lib/libhmc-internal.a
 LIBHMC_STATIC	:= $(O)/lib/libhmc.a
+OBJCOPY		?= objcopy
 LIBHMC_SO	:= $(O)/lib/libhmc.so.$(VERSION)
 LIBHMC_SONAME	:= libhmc.so.$(LIB_SO_MAJOR)
 
@@ -46,7 +47,7 @@ $(O)/lib/exports.txt: lib/libhmc.map
 
 $(O)/lib/libhmc.o: $(LIB_OBJS) $(O)/lib/exports.txt
 	$(CC) -r -nostdlib -o $@.all $(LIB_OBJS)
-	objcopy --keep-global-symbols=$(O)/lib/exports.txt $@.all $@
+	$(OBJCOPY) --keep-global-symbols=$(O)/lib/exports.txt $@.all $@
 	@rm -f $@.all
 
 $(LIBHMC_STATIC): $(O)/lib/libhmc.o
@@ -67,7 +68,7 @@ install: install-lib
 install-lib: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/hmc \
 		$(DESTDIR)$(PREFIX)/include/linux $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 include/hmc/hmc.h include/hmc/world.h \
+	install -m 644 include/hmc/hmc.h include/hmc/world.h include/hmc/pool.h \
 		$(DESTDIR)$(PREFIX)/include/hmc/
 	install -m 644 uapi/linux/hmc.h $(DESTDIR)$(PREFIX)/include/linux/
 	install -m 755 $(LIBHMC_SO) $(DESTDIR)$(PREFIX)/lib/

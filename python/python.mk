@@ -13,15 +13,15 @@
 PYTHON		?= /usr/bin/python3
 PY_VENV		:= $(O)/python/venv
 PY_ENV		:= PYTHONPATH=$(CURDIR)/python HMC_BUILD=$(abspath $(O)) \
-		   HMC_PY_REQUIRE=numpy PYTHONDONTWRITEBYTECODE=1
+		   HMC_PY_REQUIRE=numpy,torch PYTHONDONTWRITEBYTECODE=1
 
 .PHONY: python-test python-install-test python-bench
 _test: python-test python-install-test
 _bench: python-bench
 
 # The mock GPU runtimes of tests/gpu/gpu.mk, for the GPU paths without a GPU.
-python-test: $(O)/lib/libhmc.so $(O)/tests/gpu/mock/libcuda.so.1 \
-		$(O)/tests/gpu/mock/libamdhip64.so
+python-test: $(O)/lib/libhmc.so $(addprefix $(O)/tests/gpu/mock/,libcuda.so.1 \
+		libamdhip64.so libascendcl.so libcnrt.so libmusart.so)
 	@echo "== python/tests ($(PYTHON))"
 	@$(PY_ENV) $(PYTHON) -m unittest discover -s python/tests -v
 

@@ -66,7 +66,8 @@ static void drain(struct rank *rk, int r, int which, bool eof)
 	char *nl, *p = rk->buf[which];
 	size_t left = rk->len[which];
 
-	while ((nl = memchr(p, '\n', left))) {
+	/* (before any output, buf is NULL: no mem* call may see it) */
+	while (left && (nl = memchr(p, '\n', left))) {
 		emit(r, which, p, (size_t)(nl - p));
 		left -= (size_t)(nl - p) + 1;
 		p = nl + 1;
@@ -75,7 +76,8 @@ static void drain(struct rank *rk, int r, int which, bool eof)
 		emit(r, which, p, left);
 		left = 0;
 	}
-	memmove(rk->buf[which], p, left);
+	if (left)
+		memmove(rk->buf[which], p, left);
 	rk->len[which] = left;
 }
 
@@ -343,5 +345,12 @@ int main(int argc, char **argv)
 		}
 	}
 	store_srv_stop(srv);
+	close(sfd);
+	free(pfd);
+	for (r = 0; r < n; r++) {
+		free(ranks[r].buf[0]);
+		free(ranks[r].buf[1]);
+	}
+	free(ranks);
 	return timed_out ? 124 : status;
 }

@@ -66,13 +66,18 @@ typedef void (*hmc_log_fn)(enum hmc_log_level level, const char *msg,
 void hmc_set_log(hmc_log_fn fn, enum hmc_log_level max_level, void *arg);
 
 /* ----------------------------------------------------------------------
- * Memory: CPU, CUDA and ROCm. GPU runtimes are loaded at run time, so one
- * build runs everywhere; a missing runtime or device gives -ENODEV.
+ * Memory: CPU, CUDA, ROCm (AMD and Hygon), Ascend NPUs (AscendCL),
+ * Cambricon MLUs (CNRT) and Moore Threads GPUs (MUSA). Device runtimes are
+ * loaded at run time, so one build runs everywhere; a missing runtime or
+ * device gives -ENODEV.
  */
 enum hmc_mem_type {
 	HMC_MEM_CPU,
 	HMC_MEM_CUDA,
 	HMC_MEM_ROCM,
+	HMC_MEM_ASCEND,		/* libascendcl.so */
+	HMC_MEM_CNRT,		/* libcnrt.so */
+	HMC_MEM_MUSA,		/* libmusart.so */
 };
 
 enum hmc_copy_kind {
@@ -82,7 +87,7 @@ enum hmc_copy_kind {
 	HMC_COPY_D2D,
 };
 
-/* "cpu", "cuda", "rocm". */
+/* "cpu", "cuda", "rocm", "ascend", "cnrt", "musa". */
 const char *hmc_mem_type_name(enum hmc_mem_type type);
 
 /* Number of devices of @type (1 for CPU), or -ENODEV without a runtime. */
@@ -297,6 +302,17 @@ struct hmc_comm_opts {
 	const char *tls_cert;
 	const char *tls_key;
 	const char *tls_ca;
+	/*
+	 * Messages (hmc_comm_send() and the like) stage data through the last
+	 * msg_region bytes of the ConnBuffer (default: a quarter of it, at
+	 * most 64 MiB; rounded down to whole slots, at least two), in slots of
+	 * msg_slot_size bytes (default 256 KiB; a multiple of 4096). One-sided
+	 * users keep the rest; messages never touch it unless the caller's
+	 * own data lies there.
+	 */
+	uint64_t msg_region;
+	uint32_t msg_slot_size;
+	uint32_t reserved2;		/* must be 0 */
 };
 
 #define HMC_VERBS_MAX_CHANNELS	64
@@ -419,6 +435,100 @@ int hmc_comm_recv_tag(struct hmc_comm *comm, uint32_t peer, uint64_t *tag,
  * of ranks counts its barriers; a global barrier needs every pair connected).
  */
 int hmc_comm_barrier(struct hmc_comm *comm, int timeout_ms);
+
+/* ----------------------------------------------------------------------
+ * Messages: two-sided, tagged, from and into any memory (CPU or GPU, inside
+ * the ConnBuffer or not), of any size.
+ *
+ * Matching: a receive takes the first message, in the order the sender
+ * posted them, from its source with its tag; HMC_ANY_SOURCE and
+ * HMC_ANY_TAG match any. Messages from one source never overtake each
+ * other; those of different sources are matched in the order they arrive.
+ * Receives are matched in the order they were posted.
+ *
+ * Protocols: messages up to HMC_MSG_EAGER_MAX bytes travel with their
+ * envelope on the control connection and are buffered by the receiver
+ * until a receive takes them (a send completes once its data has left).
+ * Larger ones are announced and pulled by the receiver once matched: with
+ * get() straight from the sender's ConnBuffer when the source lies in it,
+ * else through the sender's staging slots, which it refills as the
+ * receiver takes them; into the destination when it lies in the receiver's
+ * ConnBuffer, else through the receiver's slots (see msg_region). Such a
+ * send completes once the receiver has all of it. Copies into and out of
+ * slots run while the peer's transfers of other slots are in flight.
+ *
+ * Failures: a peer that fails or disconnects fails the messages in flight
+ * with it on both sides; a message is delivered whole or not at all. A
+ * receive with too small a buffer fails with -EMSGSIZE on both sides (its
+ * status still gives the message's size).
+ */
+#define HMC_ANY_SOURCE		UINT32_MAX
+#define HMC_ANY_TAG		UINT64_MAX	/* not a valid tag to send */
+#define HMC_MSG_EAGER_MAX	(32 * 1024)
+
+/* What a receive got. */
+struct hmc_msg_status {
+	uint64_t tag;
+	uint64_t len;			/* bytes of the message */
+	uint32_t source;
+	int32_t error;			/* 0 or the receive's negative errno */
+};
+
+/*
+ * Send @len bytes at @data (memory of @mem_type) to connected @peer (not
+ * ourselves: -ENOTCONN) with @tag, and wait up to @timeout_ms for it to
+ * complete. A blocking send or receive
+ * whose message has started moving when it times out fails the connection
+ * to the peer (both sides see the error) rather than leave half a message.
+ */
+int hmc_comm_send(struct hmc_comm *comm, uint32_t peer, uint64_t tag,
+		  const void *data, size_t len, enum hmc_mem_type mem_type,
+		  int timeout_ms);
+
+/*
+ * Receive a message from @source (or HMC_ANY_SOURCE) with @tag (or
+ * HMC_ANY_TAG) into up to @len bytes at @data; @status (optional) says who
+ * sent what.
+ */
+int hmc_comm_recv(struct hmc_comm *comm, uint32_t source, uint64_t tag,
+		  void *data, size_t len, enum hmc_mem_type mem_type,
+		  struct hmc_msg_status *status, int timeout_ms);
+
+/*
+ * Non-blocking forms: @req is waited for with hmc_comm_wait(), _test() or
+ * _wait_all(); @data (and @status, filled before the request completes,
+ * except when the source's failure ends it) must stay valid until then.
+ */
+int hmc_comm_isend(struct hmc_comm *comm, uint32_t peer, uint64_t tag,
+		   const void *data, size_t len, enum hmc_mem_type mem_type,
+		   hmc_req_t *req);
+int hmc_comm_irecv(struct hmc_comm *comm, uint32_t source, uint64_t tag,
+		   void *data, size_t len, enum hmc_mem_type mem_type,
+		   struct hmc_msg_status *status, hmc_req_t *req);
+
+enum hmc_msg_op {
+	HMC_MSG_SEND,
+	HMC_MSG_RECV,
+};
+
+/* One operation of hmc_comm_msg_batch(). */
+struct hmc_msg {
+	uint32_t op;			/* enum hmc_msg_op */
+	uint32_t peer;			/* destination, or source */
+	uint64_t tag;
+	void *data;
+	uint64_t len;
+	uint32_t mem_type;		/* enum hmc_mem_type */
+	uint32_t reserved;		/* must be 0 */
+	struct hmc_msg_status *status;	/* receives, optional */
+};
+
+/*
+ * Post @n operations in order, a request each in @reqs. On an error the
+ * ones before it stay posted (to be waited for) and the rest get request 0.
+ */
+int hmc_comm_msg_batch(struct hmc_comm *comm, const struct hmc_msg *msgs,
+		       size_t n, hmc_req_t *reqs);
 
 /*
  * Drive communication once (accepts, handshakes, transport progress) and

@@ -7,14 +7,18 @@
  * else detected in this order:
  *  pmix   started by mpirun (Open MPI) or srun --mpi=pmix: rank, size and
  *         local rank from PMIx (libpmix is loaded at run time); rank 0
- *         hosts the world store and publishes its address through PMIx.
+ *         hosts the world store on HMC_WORLD_ADDR (default 127.0.0.1: set
+ *         it for a job across hosts) and publishes it through PMIx.
  *  env    torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and
  *         MASTER_ADDR, with the store at MASTER_ADDR:HMC_STORE_PORT
  *         (default MASTER_PORT + 1); or Slurm's SLURM_PROCID,
  *         SLURM_NTASKS, SLURM_LOCALID with HMC_STORE.
  *  store  HMC_STORE=tcp://host:port with HMC_WORLD_SIZE and, optionally,
  *         HMC_RANK (without it the store hands out ranks in arrival
- *         order). hmcrun sets these.
+ *         order). hmcrun sets these. HMC_STORE=etcd://host:port[,...]
+ *         keeps the store in etcd instead (lib/world/etcd.h): nobody
+ *         hosts it, so the world survives any member; its collectives
+ *         are slower.
  *  uid    a unique id from hmc_world_get_uid() (opts->uid, or HMC_WORLD_UID
  *         in hex), with rank and size from the options or HMC_RANK and
  *         HMC_WORLD_SIZE.
@@ -33,9 +37,16 @@
  * Membership: hmc_world_join() enters a running world (taking the rank of
  * a member that left or failed, or a new one); hmc_world_finalize() leaves
  * it. Members see JOINED, LEFT and FAILED events; a member whose process
- * dies is reported FAILED at once, one whose host vanishes within
- * HMC_WORLD_FAIL_DETECT_MS. A collective that waits for a failed member
- * fails with -ECONNRESET rather than hang.
+ * dies is reported FAILED at once (with etcd: when its lease expires), one
+ * whose host vanishes within HMC_WORLD_FAIL_DETECT_MS. Nothing hangs on a
+ * dead member: a collective it had not entered when it failed fails with
+ * -ECONNRESET (with etcd, or once the failure is known when it starts, the
+ * collective goes on without it; its allgather slot is zeros). The communicator reports its peers to
+ * hmc.ko where it is loaded, so hmcstat -w shows members coming and going.
+ *
+ * Collectives: through the store, or, when every rank shares the store's
+ * host (up to 64 ranks, 1 KiB per rank), through a shared segment the
+ * store made, until membership changes.
  *
  * Every call takes a deadline and returns 0 or a negative errno; after a
  * failure hmc_world_last_error() says why in words (the ranks that never
@@ -69,6 +80,8 @@ struct hmc_world_uid {
 };
 
 #define HMC_WORLD_F_RANK	(1U << 0)	/* @rank is set */
+/* Connect to peers on demand only (HMC_WORLD_LAZY=1; always above 64 ranks). */
+#define HMC_WORLD_F_LAZY	(1U << 1)
 
 struct hmc_world_opts {
 	size_t sz;
@@ -136,8 +149,20 @@ uint32_t hmc_world_size(const struct hmc_world *world);
 uint32_t hmc_world_local_rank(const struct hmc_world *world);
 uint32_t hmc_world_local_size(const struct hmc_world *world);
 
-/* The communicator (rank = world rank), connected to every member. */
+/*
+ * The communicator (rank = world rank), connected to every member at
+ * start-up in worlds of up to 64 ranks; larger ones, and those started
+ * with HMC_WORLD_F_LAZY, connect a pair on first use: call
+ * hmc_world_connect() (either side, or both) before talking to a peer.
+ */
 struct hmc_comm *hmc_world_comm(const struct hmc_world *world);
+
+/*
+ * Connect our communicator to start-up member @rank, unless it is already:
+ * 0, -ENOENT (not a start-up member: a joiner dials the others itself), or
+ * hmc_comm_connect()'s errors.
+ */
+int hmc_world_connect(struct hmc_world *world, uint32_t rank, int timeout_ms);
 
 /* The bootstrap that made the world. */
 enum hmc_world_bootstrap hmc_world_bootstrap_used(const struct hmc_world *world);

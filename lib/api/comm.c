@@ -13,6 +13,7 @@
 #include "ctrl/ctrl.h"
 #include "mem/buf.h"
 #include "mem/devhmc.h"
+#include "msg/msg.h"
 #include "sys/log.h"
 #include "wire/tls.h"
 #include "sys/opts.h"
@@ -102,9 +103,12 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 	req_table_init(&c->reqs);
 	/* Peer reports are for monitors: without hmc.ko there are none. */
 	c->report_fd = devhmc_open(HMC_FEAT_PEER_STATE, NULL, HMC_LOG_DEBUG);
-	rc = engine_init(&c->engine, &ctrl_engine_ops, c, &c->lock);
+	rc = msg_init(c, o.msg_slot_size, o.msg_region);
 	if (rc)
 		goto err_reqs;
+	rc = engine_init(&c->engine, &ctrl_engine_ops, c, &c->lock);
+	if (rc)
+		goto err_msg;
 	if (!(o.flags & HMC_COMM_F_NO_PROGRESS_THREAD)) {
 		rc = engine_start_thread(&c->engine);
 		if (rc)
@@ -115,6 +119,8 @@ int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 
 err_engine:
 	engine_fini(&c->engine);
+err_msg:
+	c->ext->fini(c);
 err_reqs:
 	if (c->report_fd >= 0)
 		close(c->report_fd);
@@ -151,6 +157,7 @@ void hmc_comm_destroy(struct hmc_comm *c)
 	}
 	engine_unlock(&c->engine);
 	engine_fini(&c->engine);
+	c->ext->fini(c);
 
 	comm_xports_fini(c);
 	if (c->report_fd >= 0)

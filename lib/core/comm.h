@@ -61,6 +61,21 @@ struct comm_listener {
 struct peer;
 struct tls_ctx;
 
+/*
+ * A layer above the core that rides on the control plane and the progress
+ * engine (lib/msg): the core calls it through this table, so that no
+ * header of the core names it.
+ */
+struct comm_ext {
+	/* A FRAME_MSG from connected @p (engine.lock held): 0 or an error that fails @p. */
+	int (*frame)(struct hmc_comm *c, struct peer *p, const uint8_t *payload,
+		     uint32_t len);
+	/* Every progress round (engine.lock held): events handled. */
+	int (*progress)(struct hmc_comm *c);
+	/* hmc_comm_destroy(), once every peer is closed and the engine stopped. */
+	void (*fini)(struct hmc_comm *c);
+};
+
 struct hmc_comm {
 	struct hmc_buf *buf;
 	uint32_t rank;
@@ -99,6 +114,9 @@ struct hmc_comm {
 
 	struct req_table reqs;
 	struct engine engine;
+
+	const struct comm_ext *ext;	/* set at creation, or NULL */
+	void *ext_ctx;
 };
 
 /* Wake everyone waiting on the communicator's state. */

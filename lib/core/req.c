@@ -92,8 +92,13 @@ __hot struct req *req_alloc(struct req_table *t, struct peer *peer,
 	r->in_xport = true;
 	r->abandoned = false;
 	r->status = 0;
-	r->peer = peer_get(peer);
-	list_add_tail(&peer->reqs, &r->peer_node);
+	if (peer) {
+		r->peer = peer_get(peer);
+		list_add_tail(&peer->reqs, &r->peer_node);
+	} else {	/* fails with no peer (a receive from any source) */
+		r->peer = NULL;
+		list_init(&r->peer_node);
+	}
 	*id = (uint64_t)r->gen << 32 | (idx + 1);
 out:
 	futex_mutex_unlock(&t->lock);

@@ -24,6 +24,7 @@ enum req_op {
 	REQ_PUT,
 	REQ_GET,
 	REQ_FLUSH,
+	REQ_MSG,	/* a send or receive of lib/msg; never reaches a transport */
 };
 
 enum req_state {
@@ -58,7 +59,10 @@ struct req_table {
 void req_table_init(struct req_table *t);
 void req_table_fini(struct req_table *t);
 
-/* A new ACTIVE request on @peer (which it references), handle in @id. */
+/*
+ * A new ACTIVE request on @peer (which it references; NULL for one that no
+ * peer's failure ends), handle in @id.
+ */
 struct req *req_alloc(struct req_table *t, struct peer *peer, enum req_op op,
 		      hmc_req_t *id);
 

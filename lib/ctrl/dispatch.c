@@ -33,6 +33,10 @@ static int peer_frame(struct hmc_comm *c, struct peer *p,
 		return rc;
 	case FRAME_XPORT_REQ:
 		return ctrl_xport_accept(c, p, h, payload);
+	case FRAME_MSG:
+		if (p->state != PEER_CONNECTED || !c->ext)
+			return -EPROTO;
+		return c->ext->frame(c, p, payload, h->len);
 	case FRAME_BYE:
 		pr_debug("rank %u: rank %u disconnected", c->rank, p->rank);
 		peer_close(c, p, -ENOTCONN, 0);
@@ -111,9 +115,15 @@ int ctrl_watch_peer(struct hmc_comm *c, struct peer *p, bool rewatch)
 
 /* ------------------------------------------------------ progress round */
 
+/* The layer above (lib/msg) moves its messages in every round. */
+static int ext_progress(struct hmc_comm *c)
+{
+	return c->ext ? c->ext->progress(c) : 0;
+}
+
 static int round_poll(void *arg)
 {
-	return comm_xports_poll(arg);
+	return comm_xports_poll(arg) + ext_progress(arg);
 }
 
 static int round_prepare(void *arg, int64_t *deadline)
@@ -124,6 +134,7 @@ static int round_prepare(void *arg, int64_t *deadline)
 
 	n = comm_xports_poll_unarmed(c);
 	n += peer_reap_failed(c);
+	n += ext_progress(c);
 	next = ctrl_expire(c);
 	if (next < *deadline)
 		*deadline = next;
@@ -142,7 +153,7 @@ static void round_unwatch(void *arg)
 
 static int round_finish(void *arg)
 {
-	return peer_reap_failed(arg);
+	return peer_reap_failed(arg) + ext_progress(arg);
 }
 
 const struct engine_ops ctrl_engine_ops = {

@@ -301,7 +301,7 @@ int hmc_buf_create(enum hmc_mem_type type, int device, size_t size,
 	ret = OPTS_LOAD(&o, opts, hmc_buf_opts, numa_node);
 	if (ret)
 		return ret;
-	if (!size || (unsigned int)type > HMC_MEM_ROCM)
+	if (!size || (unsigned int)type > MEM_TYPE_LAST)
 		return -EINVAL;
 	ret = buf_check_opts(type, &o);
 	if (ret)
@@ -532,7 +532,7 @@ static int buf_user_io(struct hmc_buf *buf, size_t offset, void *user,
 {
 	int ret;
 
-	if (!buf || (unsigned int)user_type > HMC_MEM_ROCM)
+	if (!buf || (unsigned int)user_type > MEM_TYPE_LAST)
 		return -EINVAL;
 	ret = range_check(buf->size, offset, len);
 	if (ret || !len)

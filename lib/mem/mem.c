@@ -14,79 +14,55 @@
 #include "sys/log.h"
 
 /*
- * Error codes that the CUDA driver API (CUDA_ERROR_*) and the HIP runtime
- * (hipError*) share: HIP took its numbers from CUDA.
+ * Error codes that the CUDA driver API (CUDA_ERROR_*), the HIP runtime
+ * (hipError*) and the MUSA runtime (musaError*) share: HIP and MUSA took
+ * their numbers from CUDA. 17 and 21 are HIP's only.
  */
-enum gpu_error {
-	GPU_ERR_INVALID_VALUE		= 1,
-	GPU_ERR_OUT_OF_MEMORY		= 2,
-	GPU_ERR_NOT_INITIALIZED		= 3,
-	GPU_ERR_DEINITIALIZED		= 4,
-	GPU_ERR_INVALID_DEVICE_POINTER	= 17,	/* HIP only */
-	GPU_ERR_INVALID_MEMCPY_DIR	= 21,	/* HIP only */
-	GPU_ERR_STUB_LIBRARY		= 34,
-	GPU_ERR_INSUFFICIENT_DRIVER	= 35,
-	GPU_ERR_DEVICE_UNAVAILABLE	= 46,
-	GPU_ERR_NO_DEVICE		= 100,
-	GPU_ERR_INVALID_DEVICE		= 101,
-	GPU_ERR_DEVICE_NOT_LICENSED	= 102,
-	GPU_ERR_INVALID_CONTEXT		= 201,
-	GPU_ERR_INVALID_HANDLE		= 400,
-	GPU_ERR_ILLEGAL_ADDRESS		= 700,
-	GPU_ERR_NOT_PERMITTED		= 800,
-	GPU_ERR_NOT_SUPPORTED		= 801,
-	GPU_ERR_SYSTEM_DRIVER_MISMATCH	= 803,
-	GPU_ERR_COMPAT_NOT_SUPPORTED	= 804,
-	GPU_ERR_TIMEOUT			= 909,
+static const struct mem_errmap gpu_errors[] = {
+	{ 1, -EINVAL },		/* INVALID_VALUE */
+	{ 2, -ENOMEM },		/* OUT_OF_MEMORY */
+	{ 3, -ENODEV },		/* NOT_INITIALIZED */
+	{ 4, -ENODEV },		/* DEINITIALIZED */
+	{ 17, -EINVAL },	/* INVALID_DEVICE_POINTER */
+	{ 21, -EINVAL },	/* INVALID_MEMCPY_DIRECTION */
+	{ 34, -ENODEV },	/* STUB_LIBRARY */
+	{ 35, -ENODEV },	/* INSUFFICIENT_DRIVER */
+	{ 46, -ENODEV },	/* DEVICE_UNAVAILABLE */
+	{ 100, -ENODEV },	/* NO_DEVICE */
+	{ 101, -ENODEV },	/* INVALID_DEVICE */
+	{ 102, -ENODEV },	/* DEVICE_NOT_LICENSED */
+	{ 201, -EINVAL },	/* INVALID_CONTEXT */
+	{ 400, -EINVAL },	/* INVALID_HANDLE */
+	{ 700, -EFAULT },	/* ILLEGAL_ADDRESS */
+	{ 800, -EPERM },	/* NOT_PERMITTED */
+	{ 801, -EOPNOTSUPP },	/* NOT_SUPPORTED */
+	{ 803, -ENODEV },	/* SYSTEM_DRIVER_MISMATCH */
+	{ 804, -ENODEV },	/* COMPAT_NOT_SUPPORTED */
+	{ 909, -ETIMEDOUT },	/* TIMEOUT */
 };
 
-int mem_gpu_errno(const char *runtime, const char *what, int code,
-		  const char *text)
+int mem_rt_errno(const char *runtime, const char *what, int code,
+		 const char *text, const struct mem_errmap *map, size_t nr)
 {
-	int err;
+	int err = -EIO;
+	size_t i;
 
-	switch (code) {
-	case GPU_ERR_INVALID_VALUE:
-	case GPU_ERR_INVALID_DEVICE_POINTER:
-	case GPU_ERR_INVALID_MEMCPY_DIR:
-	case GPU_ERR_INVALID_CONTEXT:
-	case GPU_ERR_INVALID_HANDLE:
-		err = -EINVAL;
-		break;
-	case GPU_ERR_OUT_OF_MEMORY:
-		err = -ENOMEM;
-		break;
-	case GPU_ERR_NOT_INITIALIZED:
-	case GPU_ERR_DEINITIALIZED:
-	case GPU_ERR_STUB_LIBRARY:
-	case GPU_ERR_INSUFFICIENT_DRIVER:
-	case GPU_ERR_DEVICE_UNAVAILABLE:
-	case GPU_ERR_NO_DEVICE:
-	case GPU_ERR_INVALID_DEVICE:
-	case GPU_ERR_DEVICE_NOT_LICENSED:
-	case GPU_ERR_SYSTEM_DRIVER_MISMATCH:
-	case GPU_ERR_COMPAT_NOT_SUPPORTED:
-		err = -ENODEV;
-		break;
-	case GPU_ERR_ILLEGAL_ADDRESS:
-		err = -EFAULT;
-		break;
-	case GPU_ERR_NOT_PERMITTED:
-		err = -EPERM;
-		break;
-	case GPU_ERR_NOT_SUPPORTED:
-		err = -EOPNOTSUPP;
-		break;
-	case GPU_ERR_TIMEOUT:
-		err = -ETIMEDOUT;
-		break;
-	default:
-		err = -EIO;
-		break;
+	for (i = 0; i < nr; i++) {
+		if (map[i].code == code) {
+			err = map[i].err;
+			break;
+		}
 	}
 	pr_debug("%s: %s failed: error %d (%s)", runtime, what, code,
 		 text ? text : "no description");
 	return err;
+}
+
+int mem_gpu_errno(const char *runtime, const char *what, int code,
+		  const char *text)
+{
+	return mem_rt_errno(runtime, what, code, text, gpu_errors,
+			    sizeof(gpu_errors) / sizeof(gpu_errors[0]));
 }
 
 bool mem_dlopen(const char *runtime, const char *const *libs,
@@ -131,6 +107,12 @@ static const struct mem_backend *mem_backend_of(enum hmc_mem_type type)
 		return &mem_cuda;
 	case HMC_MEM_ROCM:
 		return &mem_rocm;
+	case HMC_MEM_ASCEND:
+		return &mem_ascend;
+	case HMC_MEM_CNRT:
+		return &mem_cnrt;
+	case HMC_MEM_MUSA:
+		return &mem_musa;
 	default:
 		return NULL;
 	}
@@ -145,6 +127,12 @@ const char *hmc_mem_type_name(enum hmc_mem_type type)
 		return "cuda";
 	case HMC_MEM_ROCM:
 		return "rocm";
+	case HMC_MEM_ASCEND:
+		return "ascend";
+	case HMC_MEM_CNRT:
+		return "cnrt";
+	case HMC_MEM_MUSA:
+		return "musa";
 	}
 	return "unknown";
 }

@@ -32,6 +32,12 @@ struct mem_backend {
 
 extern const struct mem_backend mem_cuda;
 extern const struct mem_backend mem_rocm;
+extern const struct mem_backend mem_ascend;
+extern const struct mem_backend mem_cnrt;
+extern const struct mem_backend mem_musa;
+
+/* The last enum hmc_mem_type: types above it are invalid. */
+#define MEM_TYPE_LAST	HMC_MEM_MUSA
 
 /* A runtime symbol and where its address goes. */
 struct mem_sym {
@@ -50,9 +56,22 @@ bool mem_dlopen(const char *runtime, const char *const *libs,
 		const struct mem_sym *syms, size_t nr_syms,
 		const struct mem_sym *opt, size_t nr_opt);
 
+/* A runtime's error code and the errno it stands for. */
+struct mem_errmap {
+	int code;
+	int err;
+};
+
 /*
- * Errno for a CUDA driver or HIP runtime error code (HIP numbers its
- * errors like CUDA does); @what and the runtime's text go to pr_debug.
+ * Errno for a runtime's error @code as @map (@nr entries) says, -EIO for
+ * codes it does not list; @what and the runtime's @text go to pr_debug.
+ */
+int mem_rt_errno(const char *runtime, const char *what, int code,
+		 const char *text, const struct mem_errmap *map, size_t nr);
+
+/*
+ * Errno for a CUDA driver, CUDA-style runtime (MUSA) or HIP runtime error
+ * code: HIP and MUSA number their errors like CUDA does.
  */
 int mem_gpu_errno(const char *runtime, const char *what, int code,
 		  const char *text);

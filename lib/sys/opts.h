@@ -27,10 +27,12 @@
  */
 #define hmc_buf_opts__last_field	numa_node
 #define hmc_buf_opts__reserved(o)	0
-#define hmc_comm_opts__last_field	tls_ca
+#define hmc_comm_opts__last_field	msg_slot_size
 #define hmc_comm_opts__reserved(o)	((o)->reserved0 || (o)->reserved1)
 #define hmc_world_opts__last_field	err_msg_len
 #define hmc_world_opts__reserved(o)	0
+#define hmc_pool_opts__last_field	flags
+#define hmc_pool_opts__reserved(o)	0
 
 /*
  * Copy the caller's @src (NULL: all defaults) into @dst of @dst_size bytes,

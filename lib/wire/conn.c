@@ -64,7 +64,8 @@ static int conn_write_tls(struct conn *cn, const uint8_t *hdr,
 
 	if (len <= sizeof(one) - FRAME_HDR_LEN) {
 		memcpy(one, hdr, FRAME_HDR_LEN);
-		memcpy(one + FRAME_HDR_LEN, payload, len);
+		if (len)	/* WELCOME, BYE: no payload, maybe NULL */
+			memcpy(one + FRAME_HDR_LEN, payload, len);
 		return tls_stream_write_full(cn->tls, one, FRAME_HDR_LEN + len,
 					 deadline);
 	}

@@ -23,6 +23,7 @@ static const struct {
 	[FRAME_XPORT_REQ] = { "xport-req", FRAME_XPORT_HDR_LEN, FRAME_MAX_PAYLOAD },
 	[FRAME_XPORT_ACK] = { "xport-ack", FRAME_XPORT_HDR_LEN, FRAME_MAX_PAYLOAD },
 	[FRAME_BYE] = { "bye", 0, 0 },
+	[FRAME_MSG] = { "msg", 8, FRAME_MAX_PAYLOAD },
 };
 
 const char *frame_type_name(unsigned int type)

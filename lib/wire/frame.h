@@ -35,7 +35,8 @@ enum frame_type {
 	FRAME_XPORT_REQ,	/* transport metadata, asks for the peer's */
 	FRAME_XPORT_ACK,	/* the peer's transport metadata, or an error */
 	FRAME_BYE,		/* orderly disconnect */
-	FRAME_TYPE_MAX = FRAME_BYE,
+	FRAME_MSG,		/* two-sided messages (lib/msg), opaque to the core */
+	FRAME_TYPE_MAX = FRAME_MSG,
 };
 
 #define FRAME_HELLO_F_AUTH	(1U << 0)	/* the dialer has a secret */

@@ -805,7 +805,8 @@ static int do_coll(struct etcd *e, const uint8_t *hdr, const uint8_t *data,
 		rc = -ENOMEM;
 		goto out;
 	}
-	memcpy(e->coll_data, data, len);
+	if (len)	/* a barrier has no data */
+		memcpy(e->coll_data, data, len);
 	e->coll_len = len;
 	e->coll_seq = seq;
 	rc = put_key(e, &e->main_h, rel, data, len, e->lease);

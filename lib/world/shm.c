@@ -166,7 +166,7 @@ void wshm_changed(struct wshm *w, uint32_t departed)
 static void post(struct wshm_slot *s, uint64_t seq, const void *p,
 		 uint64_t len)
 {
-	if (len != ABORT_LEN)
+	if (len && len != ABORT_LEN)	/* a barrier posts no buffer */
 		memcpy(s->data[seq & 1], p, len);
 	s->len[seq & 1] = len;
 	__atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELEASE);
@@ -229,14 +229,15 @@ int wshm_coll(struct wshm *w, uint32_t rank, uint64_t seq,
 				continue;
 			if (l != len)
 				return -EINVAL;
-			if (rank != root)
+			if (rank != root && len)
 				memcpy(recv, w->slots[r].data[seq & 1], len);
 			continue;
 		}
 		if (l != len)
 			return -EINVAL;
-		memcpy((uint8_t *)recv + (size_t)r * len,
-		       w->slots[r].data[seq & 1], len);
+		if (len)	/* a barrier has no buffer to gather into */
+			memcpy((uint8_t *)recv + (size_t)r * len,
+			       w->slots[r].data[seq & 1], len);
 	}
 	return 0;
 }

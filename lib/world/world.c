@@ -31,6 +31,7 @@
 
 #define DEFAULT_BUF_SIZE	(4u << 20)
 #define DEFAULT_TIMEOUT_MS	60000
+#define EAGER_MAX		64	/* ranks connected at start-up, at most */
 #define REPLY_SLACK_MS		2000	/* the store answers a timed-out collective */
 #define SECRET_HEX_LEN		64
 #define UID_MAGIC		0x484d4355u	/* "HMCU" */
@@ -44,6 +45,9 @@ struct hmc_world {
 	struct store_srv *srv;		/* the store, when we host it */
 	struct hmc_buf *buf;
 	struct hmc_comm *comm;
+	enum hmc_transport transport;
+	uint8_t *recs;			/* start-up members' records, for */
+	uint32_t nrecs;			/* hmc_world_connect() */
 	struct wshm *shm;		/* mapped segment of the store (shm.h) */
 	bool shm_on;			/* every rank mapped it: collect there */
 	uint64_t shm_seq;
@@ -64,6 +68,7 @@ struct world_cfg {
 	enum hmc_mem_type mem_type;
 	int device;
 	enum hmc_transport transport;
+	bool lazy;
 	int timeout_ms;
 	int64_t deadline;
 	char *err;
@@ -476,8 +481,13 @@ static void rec_encode(uint8_t *rec, const char *ip, uint16_t port)
 }
 
 /* Dial @peer at its record, retrying while its old incarnation lingers. */
-static int dial_peer(struct hmc_world *w, struct world_cfg *cfg, uint32_t peer,
-		     const uint8_t *rec)
+/*
+ * Connect to @peer at its record. -EEXIST or -EALREADY: it dialed us at
+ * the same time (then we wait for that connection), or its old
+ * incarnation lingers in our communicator (then we try again).
+ */
+static int connect_rec(struct hmc_world *w, uint32_t peer, const uint8_t *rec,
+		       int64_t deadline)
 {
 	char ip[WP_REC_IP_LEN];
 	int rc;
@@ -486,17 +496,28 @@ static int dial_peer(struct hmc_world *w, struct world_cfg *cfg, uint32_t peer,
 	ip[sizeof(ip) - 1] = '\0';
 	for (;;) {
 		rc = hmc_comm_connect(w->comm, peer, ip,
-				      get_be16(rec + WP_REC_PORT),
-				      cfg->transport);
-		if (rc != -EEXIST || deadline_passed(cfg->deadline))
+				      get_be16(rec + WP_REC_PORT), w->transport);
+		if (rc == -EISCONN || ((rc == -EEXIST || rc == -EALREADY) &&
+					hmc_comm_is_connected(w->comm, peer)))
+			return 0;
+		if ((rc != -EEXIST && rc != -EALREADY) ||
+		    deadline_passed(deadline))
 			break;
 		usleep(10000);
 	}
 	if (rc)
-		fail(cfg, rc, "rank %u cannot connect to rank %u at %s:%u: %s",
-		     w->rank, peer, ip, get_be16(rec + WP_REC_PORT),
-		     hmc_strerror(rc));
+		snprintf(w->err, sizeof(w->err), "rank %u cannot connect to "
+			 "rank %u at %s:%u: %s", w->rank, peer, ip,
+			 get_be16(rec + WP_REC_PORT), hmc_strerror(rc));
 	return rc;
+}
+
+static int dial_peer(struct hmc_world *w, struct world_cfg *cfg, uint32_t peer,
+		     const uint8_t *rec)
+{
+	int rc = connect_rec(w, peer, rec, cfg->deadline);
+
+	return rc ? fail(cfg, rc, "%s", w->err) : 0;
 }
 
 static void local_from_records(struct hmc_world *w, const uint8_t *self,
@@ -615,9 +636,12 @@ static int rendezvous(struct hmc_world *w, struct world_cfg *cfg,
 		if (!(reply[4 + (size_t)j * WP_REC_LEN + WP_REC_FLAGS] &
 		      WP_REC_F_SHM))
 			w->shm_on = false;
-	for (j = 0; j < w->rank && !rc; j++)
+	/* Large worlds connect on demand (hmc_world_connect()). */
+	for (j = 0; j < w->rank && !rc && !cfg->lazy && n <= EAGER_MAX; j++)
 		rc = dial_peer(w, cfg, j, reply + 4 + (size_t)j * WP_REC_LEN);
-	free(reply);
+	w->nrecs = n;
+	w->recs = reply;
+	memmove(w->recs, reply + 4, (size_t)n * WP_REC_LEN);
 	if (rc)
 		return rc;
 	/* Every dial is answered: the communicator is whole after this. */
@@ -684,7 +708,10 @@ static int cfg_defaults(struct world_cfg *cfg, const struct hmc_world_opts *o)
 		cfg->mem_type = o->mem_type;
 		cfg->device = o->device;
 		cfg->transport = o->transport;
+		cfg->lazy = o->flags & HMC_WORLD_F_LAZY;
 	}
+	if (!env_u32("HMC_WORLD_LAZY", &v) && v)
+		cfg->lazy = true;
 	cfg->buf_size = o && o->buf_size ? o->buf_size : DEFAULT_BUF_SIZE;
 	if (!(o && o->buf_size) && !(rc = env_u32("HMC_WORLD_BUF_SIZE", &v)))
 		cfg->buf_size = v;
@@ -704,6 +731,7 @@ static void world_free(struct hmc_world *w)
 		hmc_buf_destroy(w->buf);
 	store_cli_close(w->cli);
 	wshm_close(w->shm);
+	free(w->recs);
 	if (w->srv)
 		store_srv_stop(w->srv);
 	if (w->pmix)
@@ -730,6 +758,7 @@ static int world_start(const struct hmc_world_opts *o, bool join,
 	if (!w)
 		return -ENOMEM;
 	w->timeout_ms = cfg.timeout_ms;
+	w->transport = cfg.transport;
 	if (join) {
 		uint8_t secret[32];
 
@@ -993,6 +1022,18 @@ uint32_t hmc_world_local_size(const struct hmc_world *w)
 struct hmc_comm *hmc_world_comm(const struct hmc_world *w)
 {
 	return w->comm;
+}
+
+int hmc_world_connect(struct hmc_world *w, uint32_t rank, int timeout_ms)
+{
+	if (!w || rank == w->rank)
+		return -EINVAL;
+	if (hmc_comm_is_connected(w->comm, rank))
+		return 0;
+	if (rank >= w->nrecs)
+		return -ENOENT;
+	return connect_rec(w, rank, w->recs + (size_t)rank * WP_REC_LEN,
+			   deadline_after_ms(timeout_ms));
 }
 
 enum hmc_world_bootstrap hmc_world_bootstrap_used(const struct hmc_world *w)

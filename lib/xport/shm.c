@@ -223,6 +223,8 @@ static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		/* Our stores are visible before anything we do next. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		break;
+	case REQ_MSG:	/* lib/msg's, never posted */
+		return -EINVAL;
 	}
 	req_complete(r, 0);
 	return 0;

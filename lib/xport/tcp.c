@@ -672,7 +672,7 @@ static __hot int pull(struct tcp_stream *s)
 
 /* ------------------------------------------------------------ peers */
 
-static void stream_close(struct tcp_stream *s)
+static void st_close(struct tcp_stream *s)
 {
 	if (s->fd < 0)
 		return;
@@ -732,7 +732,7 @@ static int set_sockopts(struct tcp_ctx *t, int fd)
 }
 
 /* @fd is stream @s from now on. */
-static int stream_attach(struct tcp_stream *s, int fd, bool in_set)
+static int st_attach(struct tcp_stream *s, int fd, bool in_set)
 {
 	struct tcp_ctx *t = s->tp->ctx;
 	int one = 1, rc;
@@ -836,7 +836,7 @@ static int tcp_peer_create(void *ctx, struct peer *peer, void **xpeer)
 }
 
 /* Allocate @nch streams, not connected yet. */
-static int streams_alloc(struct tcp_peer *tp, uint32_t nch)
+static int st_alloc(struct tcp_peer *tp, uint32_t nch)
 {
 	uint32_t i;
 
@@ -1024,7 +1024,7 @@ static int dial_stream(struct tcp_peer *tp, struct tcp_stream *s,
 		rc = -EPROTO;
 	if (!rc) {
 		futex_mutex_lock(&t->lock);
-		rc = stream_attach(s, fd, false);
+		rc = st_attach(s, fd, false);
 		futex_mutex_unlock(&t->lock);
 	}
 	if (rc)
@@ -1053,7 +1053,7 @@ static int tcp_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
 		if (port || tp->st)
 			return -EPROTO;
 		tp->listener = true;
-		return streams_alloc(tp, nch > t->want_ch ? nch : t->want_ch);
+		return st_alloc(tp, nch > t->want_ch ? nch : t->want_ch);
 	}
 	/* The listener's answer: it chose the count, we dial. */
 	if ((blob[1] != 4 && blob[1] != 6) || !port || tp->st ||
@@ -1063,7 +1063,7 @@ static int tcp_peer_connect(void *ctx, void *xpeer, const uint8_t *blob,
 		       sizeof(ip)))
 		return -EPROTO;
 	memcpy(tp->token, blob + 24, TCP_TOKEN_LEN);
-	rc = streams_alloc(tp, nch);
+	rc = st_alloc(tp, nch);
 	if (rc)
 		return rc;
 	tp->attach_deadline = deadline;
@@ -1135,7 +1135,7 @@ static void tcp_peer_destroy(void *ctx, void *xpeer, bool graceful,
 		drain_peer(t, tp, deadline);
 	fail_ops(tp, tp->err ? tp->err : -ENOTCONN);
 	for (i = 0; i < tp->nch; i++) {
-		stream_close(&tp->st[i]);
+		st_close(&tp->st[i]);
 		free(tp->st[i].rx);
 	}
 	list_del(&tp->node);
@@ -1172,6 +1172,8 @@ static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
 
 	if (tp->err)
 		return tp->err;
+	if (kind == REQ_MSG)	/* lib/msg's, never posted */
+		return -EINVAL;
 	if (kind == REQ_FLUSH)
 		n = tp->nch;
 	else
@@ -1217,6 +1219,8 @@ static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
 		case REQ_FLUSH:
 			op->kind = OP_FLUSH;
 			hdr_encode(op->hdr, TCP_FLUSH, 0, 0, 0, 0);
+			break;
+		case REQ_MSG:	/* refused above */
 			break;
 		}
 		done += plen;
@@ -1348,7 +1352,7 @@ static int hello_done(struct tcp_ctx *t, struct tcp_hello *h)
 	if (send(h->fd, ack, sizeof(ack), MSG_NOSIGNAL | MSG_DONTWAIT) !=
 	    sizeof(ack))
 		return -EIO;
-	rc = stream_attach(s, h->fd, true);
+	rc = st_attach(s, h->fd, true);
 	if (rc) {
 		peer_fail(s->tp, rc);
 		return rc;

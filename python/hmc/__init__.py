@@ -7,26 +7,30 @@
     sess.put("10.0.0.1", b"hello hmc", conn=hmc.ConnType.UCX)
 
 hmc.init_world() joins the world of the launcher (mpirun, torchrun, hmcrun)
-and gives rank, size, collectives and a communicator (hmc.world).
+and gives rank, size, collectives and a communicator (hmc.world); hmc.pool
+puts every rank's memory into one global address space over a world.
 See hmc.session for the two calling styles and how they map onto libhmc,
 hmc.payload for what can be sent. libhmc is found through HMC_LIBRARY (a
 path), the source tree's build/lib, the dynamic linker, or <prefix>/lib.
 """
 
-from . import _lib
+from . import _lib, collective, pool
 from .buffer import IOBuffer
+from .collective import Group
 from .enums import ConnType, MemoryType, Status
 from .errors import HMCBufferError, HMCError, HMCStatusError, HMCTimeoutError
+from .messages import ANY_SOURCE, ANY_TAG, P2POp, Request
 from .session import Session, create_session
 from .world import World, init_world
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConnType", "HMCBufferError", "HMCError", "HMCStatusError",
+    "ANY_SOURCE", "ANY_TAG", "ConnType", "Group", "HMCBufferError", "HMCError",
+    "HMCStatusError", "P2POp", "Request",
     "HMCTimeoutError", "IOBuffer", "MemoryType", "Session", "Status",
     "World", "create_session", "init_world", "library_path",
-    "memory_supported", "version",
+    "memory_supported", "pool", "version",
 ]
 
 
@@ -41,6 +45,7 @@ def library_path():
 
 
 def memory_supported():
-    """The first GPU memory type with a device (CUDA, then ROCm), else CPU."""
+    """The first device memory type with a device (CUDA, ROCm, Ascend, CNRT,
+    MUSA), else CPU."""
     from .buffer import resolve_mem_type
     return resolve_mem_type(MemoryType.DEFAULT)

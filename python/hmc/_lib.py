@@ -38,7 +38,40 @@ class CommOpts(Structure):
         ("tls_cert", c_char_p),
         ("tls_key", c_char_p),
         ("tls_ca", c_char_p),
+        ("msg_region", c_uint64),
+        ("msg_slot_size", c_uint32),
+        ("reserved2", c_uint32),
     ]
+
+
+class MsgStatus(Structure):
+    """struct hmc_msg_status."""
+    _fields_ = [
+        ("tag", c_uint64),
+        ("len", c_uint64),
+        ("source", c_uint32),
+        ("error", ctypes.c_int32),
+    ]
+
+
+class Msg(Structure):
+    """struct hmc_msg (one operation of hmc_comm_msg_batch())."""
+    _fields_ = [
+        ("op", c_uint32),
+        ("peer", c_uint32),
+        ("tag", c_uint64),
+        ("data", c_void_p),
+        ("len", c_uint64),
+        ("mem_type", c_uint32),
+        ("reserved", c_uint32),
+        ("status", POINTER(MsgStatus)),
+    ]
+
+
+ANY_SOURCE = (1 << 32) - 1
+ANY_TAG = (1 << 64) - 1
+MSG_SEND = 0
+MSG_RECV = 1
 
 
 class BufOpts(Structure):
@@ -63,6 +96,8 @@ _PROTOTYPES = {
     "hmc_version": (c_char_p, []),
     "hmc_strerror": (c_char_p, [c_int]),
     "hmc_mem_device_count": (c_int, [c_int]),
+    "hmc_mem_copy": (c_int, [c_int, c_int, c_void_p, c_void_p, c_size_t,
+                             c_int]),
     "hmc_buf_create": (c_int, [c_int, c_int, c_size_t, POINTER(BufOpts),
                                POINTER(_buf_p)]),
     "hmc_buf_destroy": (None, [_buf_p]),
@@ -102,6 +137,13 @@ _PROTOTYPES = {
                                   c_int]),
     "hmc_comm_barrier": (c_int, [_comm_p, c_int]),
     "hmc_comm_progress": (c_int, [_comm_p]),
+    "hmc_comm_isend": (c_int, [_comm_p, c_uint32, c_uint64, c_void_p,
+                               c_size_t, c_int, POINTER(c_req)]),
+    "hmc_comm_irecv": (c_int, [_comm_p, c_uint32, c_uint64, c_void_p,
+                               c_size_t, c_int, POINTER(MsgStatus),
+                               POINTER(c_req)]),
+    "hmc_comm_msg_batch": (c_int, [_comm_p, POINTER(Msg), c_size_t,
+                                   POINTER(c_req)]),
 }
 
 

@@ -156,13 +156,11 @@ def _offset(offset):
 def resolve_mem_type(mem_type, device_id=0):
     """MemoryType.DEFAULT becomes the first GPU type with a device, or CPU."""
     mem_type = MemoryType(mem_type)
-    if mem_type in (MemoryType.CAMBRICON_MLU, MemoryType.MOORE_GPU):
-        raise HMCError(errno.ENODEV,
-                       "libhmc has no %s backend" % mem_type.name)
     if mem_type != MemoryType.DEFAULT:
         return mem_type
     lib = _lib.lib()
-    for gpu in (MemoryType.CUDA, MemoryType.ROCM):
+    for gpu in (MemoryType.CUDA, MemoryType.ROCM, MemoryType.ASCEND,
+                MemoryType.CNRT, MemoryType.MUSA):
         if lib.hmc_mem_device_count(int(gpu)) > device_id:
             return gpu
     return MemoryType.CPU

@@ -45,20 +45,24 @@ _ERRNO_STATUS = {
 class MemoryType(IntEnum):
     """Where a ConnBuffer (or a payload) lives.
 
-    CPU, CUDA and ROCM are libhmc's types; NVIDIA_GPU and AMD_GPU are the
-    reference's names for the last two. DEFAULT picks the first GPU runtime
-    with a device (CUDA, then ROCm), else CPU. CAMBRICON_MLU and MOORE_GPU
-    exist so that code naming them imports; libhmc has no such backend and
-    refuses them.
+    CPU, CUDA, ROCM, ASCEND (AscendCL), CNRT (Cambricon) and MUSA (Moore
+    Threads) are libhmc's types (enum hmc_mem_type); NVIDIA_GPU, AMD_GPU,
+    CAMBRICON_MLU and MOORE_GPU are the reference's names for four of them,
+    ASCEND_NPU memfabric's for Ascend. DEFAULT picks the first device
+    runtime with a device (CUDA, ROCm, Ascend, CNRT, MUSA), else CPU.
     """
     CPU = 0
     CUDA = 1
     ROCM = 2
+    ASCEND = 3
+    CNRT = 4
+    MUSA = 5
     NVIDIA_GPU = 1
     AMD_GPU = 2
+    ASCEND_NPU = 3
+    CAMBRICON_MLU = 4
+    MOORE_GPU = 5
     DEFAULT = -1
-    CAMBRICON_MLU = 100
-    MOORE_GPU = 101
 
 
 class ConnType(IntEnum):
@@ -66,8 +70,10 @@ class ConnType(IntEnum):
 
     RDMA is the reference's name for libhmc's ibverbs transport (VERBS).
     SHM is libhmc's own: a peer on the same host maps our buffer.
+    TCP is libhmc's own too: one-sided transfers over TCP streams.
     """
     UCX = 1
     VERBS = 2
     RDMA = 2
     SHM = 3
+    TCP = 4

@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from .enums import MemoryType
 from .errors import HMCBufferError
 
-Region = namedtuple("Region", "ptr nbytes mem_type")
+# device: the GPU of a tensor (its index), for copies that need one
+Region = namedtuple("Region", "ptr nbytes mem_type device", defaults=(0,))
 
 _PyBUF_SIMPLE = 0
 _PyBUF_WRITABLE = 1
@@ -59,6 +60,11 @@ _DEVICES = {
     "cuda": MemoryType.CUDA,
     "rocm": MemoryType.ROCM,
     "hip": MemoryType.ROCM,
+    "npu": MemoryType.ASCEND,
+    "ascend": MemoryType.ASCEND,
+    "mlu": MemoryType.CNRT,
+    "cnrt": MemoryType.CNRT,
+    "musa": MemoryType.MUSA,
 }
 
 
@@ -69,7 +75,7 @@ def _device_type(device):
         return device
     name = str(device).split(":")[0].lower()
     if name not in _DEVICES:
-        raise HMCBufferError("unknown device %r (cpu, cuda or rocm)" % device)
+        raise HMCBufferError("unknown device %r (cpu, cuda, rocm, npu, mlu or musa)" % device)
     return _DEVICES[name]
 
 
@@ -96,6 +102,8 @@ def _torch_region(t, nbytes, device, writable):
         mem_type = MemoryType.CPU
     elif kind == "cuda":
         mem_type = MemoryType.ROCM if torch.version.hip else MemoryType.CUDA
+    elif kind in ("npu", "mlu", "musa"):   # torch_npu, torch_mlu, torch_musa
+        mem_type = _DEVICES[kind]
     else:
         raise HMCBufferError("tensors on %s are not supported" % t.device)
     want = _device_type(device)
@@ -112,7 +120,7 @@ def _torch_region(t, nbytes, device, writable):
         # Work queued on the tensor's stream must be done before we copy.
         torch.cuda.current_stream(t.device).synchronize()
     n = _length(t.numel() * t.element_size(), nbytes, "tensor")
-    return t, Region(t.data_ptr(), n, mem_type)
+    return t, Region(t.data_ptr(), n, mem_type, t.device.index or 0)
 
 
 def _array_interface_region(obj, nbytes, writable):

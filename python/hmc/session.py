@@ -22,10 +22,17 @@ IP it is given. put(ip, data) stages the payload at ``bias`` in our buffer,
 puts it at the same ``bias`` in the peer's and signals it (put_signal with
 its length, so the signal arrives after the data, then a tag with the
 bias); get_into(ip, dest)/get(ip) wait for that signal, copy the message
-out of our own buffer and acknowledge it; a second put() to the same peer
-waits for that acknowledgement, so it never overwrites a message that has
+out of our own buffer and acknowledge it. put()s to disjoint ranges of a
+peer queue; one whose range overlaps a message the peer has not taken yet
+waits for its acknowledgement, so it never overwrites a message that has
 not been taken, and closing the session waits up to ``linger`` seconds
-(default 10) for it. Two senders to one receiver must use different biases.
+(default 10) for them. Two senders to one receiver must use different
+biases.
+
+Messages by rank (libhmc's hmc_comm_send/recv, any size, any payload, any
+memory, staged through the message region at the end of the buffer):
+send_data_to()/recv_data_from() (the reference's names), isend()/irecv()
+and batch_isend_irecv() with their Requests (hmc.messages).
 
 The signals use u64 tags whose top 16 bits are 0x484D ("HM"); they share
 the peer's tag stream with ctrl_send()/ctrl_recv() and are sorted out here,
@@ -53,7 +60,8 @@ from . import _lib
 from .buffer import IOBuffer
 from .enums import ConnType, MemoryType, Status
 from .errors import HMCBufferError, HMCError, HMCTimeoutError, check, error
-from .payload import dest
+from . import messages
+from .payload import dest, source
 
 SLICE_MS = 100
 DEFAULT_TIMEOUT_S = 60.0
@@ -144,7 +152,7 @@ class _Peer:
         self.ip = None
         self.conn = None        # the transport, when we dialed it
         self.dirty = False      # puts not yet flushed
-        self.ack_due = False    # our last put() is not acknowledged yet
+        self.untaken = deque()  # (bias, size) of our put()s not yet taken
         self.tags = deque()     # ctrl tags read while looking for signals
         self.marks = {TAG_DATA: deque(), TAG_BIAS: deque(), TAG_ACK: deque()}
 
@@ -229,14 +237,19 @@ class _Comm:
         if self.pid != os.getpid():
             return
         try:
+            end = time.monotonic() + self.linger
             for rank, p in list(self.peers.items()):
-                if p.ack_due and self.lib.hmc_comm_is_connected(self.handle,
-                                                                rank):
+                while p.untaken and self.lib.hmc_comm_is_connected(
+                        self.handle, rank):
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        break
                     try:
-                        self.recv(rank, TAG_ACK, self.linger,
-                                  "lingering for the last put() to")
+                        self.recv(rank, TAG_ACK, left,
+                                  "lingering for our put()s to")
                     except HMCError:
-                        pass
+                        break
+                    p.untaken.popleft()
         finally:                        # Ctrl-C cuts the linger short
             self.lib.hmc_comm_destroy(self.handle)
 
@@ -249,7 +262,7 @@ class Session:
                  timeout=DEFAULT_TIMEOUT_S,
                  connect_timeout=DEFAULT_CONNECT_TIMEOUT_S,
                  linger=DEFAULT_LINGER_S, secret=None, progress_thread=True,
-                 ib_dev=None, ib_port=0):
+                 ib_dev=None, ib_port=0, msg_region=0, msg_slot_size=0):
         self.buf = buf
         self.num_chs = int(num_chs)
         self.local_ip = local_ip or ""
@@ -261,6 +274,8 @@ class Session:
         self._progress_thread = progress_thread
         self._ib_dev = ib_dev
         self._ib_port = int(ib_port)
+        self._msg_region = int(msg_region)
+        self._msg_slot_size = int(msg_slot_size)
         self._lib = _lib.lib()
         self._lock = threading.RLock()  # creating and closing _c
         self._c = None
@@ -293,7 +308,8 @@ class Session:
                 op_timeout_ms=_timeout_ms(self.timeout),
                 num_chs=self.num_chs,
                 ib_dev=self._ib_dev.encode() if self._ib_dev else None,
-                ib_port=self._ib_port)
+                ib_port=self._ib_port, msg_slot_size=self._msg_slot_size,
+                msg_region=self._msg_region)
             comm = ctypes.c_void_p()
             check(self._lib.hmc_comm_create(self.buf.handle,
                                             ctypes.byref(opts),
@@ -708,19 +724,21 @@ class Session:
             timeout=None, device=None):
         """Copy ``data`` (its first ``size`` bytes) to ``bias`` in our
         buffer, put it at ``bias`` in the peer's and signal it; returns the
-        size. Waits (up to ``timeout``) until the peer has taken our
-        previous message. The put and its signal are bounded by the
+        size. Messages to disjoint ranges queue; one whose range overlaps a
+        message the peer has not taken yet waits (up to ``timeout``) until
+        the peer has taken it. The put and its signal are bounded by the
         session timeout."""
         rank = self._rank(ip, None, conn)
         c = self._cs
         p = c.peer(rank)
-        if p.ack_due:
-            c.recv(rank, TAG_ACK, timeout,
-                   "waiting for the previous message to be taken by")
-            p.ack_due = False
-        n = self.buf.put(data, bias, size, device)
         if bias > TAG_VALUE_MASK:
             raise HMCError(errno.EMSGSIZE, "put() at bias %d" % bias)
+        with source(data, size, device) as region:
+            n = region.nbytes
+        self._taken(c, rank, p, 0)              # what has been taken since
+        while any(b < bias + n and bias < b + m for b, m in p.untaken):
+            self._taken(c, rank, p, timeout)
+        self.buf.put(data, bias, size, device)
         rc = self._lib.hmc_comm_put_signal(c.handle, rank, bias, bias, n,
                                            _tag(TAG_DATA, n))
         if not rc:
@@ -729,8 +747,24 @@ class Session:
         if rc:
             raise c.fail(rc, "put of %d bytes at %d to" % (n, bias),
                              rank)
-        p.ack_due = True
+        p.untaken.append((bias, n))
         return n
+
+    @staticmethod
+    def _taken(c, rank, p, timeout):
+        """Note the peer's acknowledgements (it takes our messages in
+        order): all that came (timeout 0), or at least one."""
+        while p.untaken:
+            try:
+                c.recv(rank, TAG_ACK, timeout,
+                       "waiting for an earlier message to be taken by")
+            except HMCTimeoutError:
+                if timeout == 0:
+                    return
+                raise
+            p.untaken.popleft()
+            if timeout != 0:
+                return
 
     def _take(self, rank, bias, timeout):
         """Wait for the peer's next put(): its length and bias, which must
@@ -801,6 +835,53 @@ class Session:
         finally:
             self._ack(rank)
 
+    # ------------------------------------------------ messages by rank
+
+    def isend(self, data, peer, tag=0, *, size=None, device=None):
+        """Start sending ``data`` (its first ``size`` bytes) to rank
+        ``peer`` with ``tag``: a Request (wait() it; ``data`` must not
+        change until then)."""
+        return messages.post(self, False, peer, data, tag, size, device)
+
+    def irecv(self, dest_obj, peer=None, tag=messages.ANY_TAG, *, size=None,
+              device=None):
+        """Start receiving the next message from rank ``peer`` (None or
+        ANY_SOURCE: anyone) with ``tag`` (ANY_TAG: any) into ``dest_obj``
+        (writable, contiguous; at most ``size`` bytes of it): a Request
+        whose wait() returns the message's size and whose ``source`` and
+        ``tag`` then say whose it was. A message larger than the
+        destination fails with EMSGSIZE on both sides."""
+        return messages.post(self, True, peer, dest_obj, tag, size, device)
+
+    def batch_isend_irecv(self, ops):
+        """Post a list of P2POp in order (one libhmc call): their Requests."""
+        return messages.post_batch(self, ops)
+
+    def send_data_to(self, ip=None, port=None, data=None, size=None,
+                     mem_type=None, conn=None, *, peer=None, tag=0,
+                     timeout=None):
+        """The reference's sendDataTo: send ``data`` (a payload, or with
+        ``mem_type`` a raw address of ``size`` bytes) to the peer at ``ip``
+        (or ``peer=`` rank) and wait until it has all of it; returns the
+        size."""
+        rank = self._rank(peer if peer is not None else ip, port, conn)
+        r = messages.post(self, False, rank, data, tag, size, mem_type)
+        return r.wait(timeout)
+
+    def recv_data_from(self, ip=None, port=None, dest_obj=None, size=None,
+                       mem_type=None, conn=None, *, peer=None, tag=0,
+                       timeout=None):
+        """The reference's recvDataFrom: receive the next message with
+        ``tag`` from the peer at ``ip`` (or ``peer=`` rank; ANY_SOURCE for
+        anyone) into ``dest_obj`` (a writable payload, or with ``mem_type``
+        a raw address of ``size`` bytes); returns its size (the reference's
+        ``flag``)."""
+        who = peer if peer is not None else ip
+        rank = who if who == messages.ANY_SOURCE else \
+            self._rank(who, port, conn)
+        r = messages.post(self, True, rank, dest_obj, tag, size, mem_type)
+        return r.wait(timeout)
+
     def put_torch_cuda(self, ip, tensor, conn=ConnType.RDMA, bias=0):
         """put() of a CUDA tensor (its device pointer)."""
         _require_gpu_tensor(tensor)
@@ -826,7 +907,9 @@ def create_session(device_id=0, buffer_size=128 * 1024 * 1024,
     options: timeout (s, default 60), connect_timeout (s, default 10),
     linger (s, default 10: how long closing waits for peers to take our
     last put()), secret (default: HMC_SECRET), progress_thread (default
-    True), ib_dev, ib_port (verbs), ctrl_uds_dir (unused: see init_server).
+    True), ib_dev, ib_port (verbs), ctrl_uds_dir (unused: see init_server),
+    msg_region and msg_slot_size (the bytes at the end of the buffer that
+    messages stage through, and their slots; 0: libhmc's defaults).
     """
     buf = IOBuffer(device_id=device_id, size=buffer_size, mem_type=mem_type)
     return Session(buf, num_chs=num_chs, local_ip=local_ip, **options)

@@ -71,6 +71,7 @@ _PROTOTYPES = {
     "hmc_world_local_rank": (c_uint32, [_w]),
     "hmc_world_local_size": (c_uint32, [_w]),
     "hmc_world_comm": (c_void_p, [_w]),
+    "hmc_world_connect": (c_int, [_w, c_uint32, c_int]),
     "hmc_world_barrier": (c_int, [_w, c_int]),
     "hmc_world_allgather": (c_int, [_w, c_void_p, c_size_t, c_void_p,
                                     c_int]),
@@ -157,6 +158,12 @@ class World:
         if rc:
             why = _api().hmc_world_last_error(self._h).decode()
             raise error(rc, "%s: %s" % (what, why) if why else what)
+
+    def connect(self, rank, timeout=None):
+        """Connect the communicator to @rank now (worlds that connect on
+        first use: more than 64 ranks, or HMC_WORLD_LAZY=1)."""
+        self._check(_api().hmc_world_connect(self._live(), rank,
+                                             _ms(timeout)), "connect")
 
     def barrier(self, timeout=None):
         self._check(_api().hmc_world_barrier(self._live(), _ms(timeout)),

@@ -223,11 +223,12 @@ GPU_MOCKS = os.path.join(os.environ.get("HMC_BUILD", ""), "tests", "gpu",
 @unittest.skipUnless(os.path.exists(os.path.join(GPU_MOCKS, "libcuda.so.1")),
                      "no mock GPU runtimes in $HMC_BUILD/tests/gpu/mock")
 class GpuMockTest(unittest.TestCase):
-    """GPU ConnBuffers and device pointers against tests/gpu's mock CUDA
-    driver and HIP runtime, in a child that finds them first."""
+    """Device ConnBuffers and device pointers against tests/gpu's mock CUDA
+    driver, HIP, AscendCL, CNRT and MUSA runtimes, in a child that finds
+    them first."""
 
     def test_mock_runtimes(self):
-        for kind in ("cuda", "rocm"):
+        for kind in ("cuda", "rocm", "ascend", "cnrt", "musa"):
             with self.subTest(kind=kind):
                 env = {"LD_LIBRARY_PATH": GPU_MOCKS, "HMC_GPU_MOCK": "1"}
                 peer = Peer([os.path.join(PEERS, "gpu_mock.py"), kind],
@@ -244,6 +245,9 @@ class ApiTest(unittest.TestCase):
     def test_enums(self):
         self.assertIs(hmc.MemoryType.NVIDIA_GPU, hmc.MemoryType.CUDA)
         self.assertIs(hmc.MemoryType.AMD_GPU, hmc.MemoryType.ROCM)
+        self.assertIs(hmc.MemoryType.ASCEND_NPU, hmc.MemoryType.ASCEND)
+        self.assertIs(hmc.MemoryType.CAMBRICON_MLU, hmc.MemoryType.CNRT)
+        self.assertIs(hmc.MemoryType.MOORE_GPU, hmc.MemoryType.MUSA)
         self.assertIs(hmc.ConnType.RDMA, hmc.ConnType.VERBS)
         self.assertEqual(int(hmc.ConnType.UCX), 1)      # enum hmc_transport
         self.assertEqual(int(hmc.ConnType.SHM), 3)

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""The ctypes copies of libhmc's structs and constants (hmc._lib, hmc.enums)
-against <hmc/hmc.h> itself: a small C program, compiled here against the
-header of this tree, prints each struct's size and each field's offset and
-size and each constant's value, which must equal what ctypes and Python
-have. Every struct the header defines must have a copy, and the copies
-must cover their struct byte for byte (the header has no padding)."""
+"""The ctypes copies of libhmc's structs and constants (hmc._lib, hmc.enums,
+hmc.pool) against <hmc/hmc.h> and <hmc/pool.h> themselves: a small C
+program, compiled here against the headers of this tree, prints each
+struct's size and each field's offset and size and each constant's value,
+which must equal what ctypes and Python have. Every struct the headers
+define must have a copy, and the copies must cover their struct byte for
+byte (the headers have no padding)."""
 
 import ctypes
 import os
@@ -15,15 +16,20 @@ import tempfile
 import unittest
 
 import hmc
+import hmc.pool
 from hmc import _lib
 from support import PY_ROOT
 
 HEADER_DIR = os.path.join(os.path.dirname(PY_ROOT), "include")
-HEADER = os.path.join(HEADER_DIR, "hmc", "hmc.h")
+HEADERS = [os.path.join(HEADER_DIR, "hmc", h) for h in ("hmc.h", "pool.h")]
 
 STRUCTS = {
     "hmc_comm_opts": _lib.CommOpts,
     "hmc_buf_opts": _lib.BufOpts,
+    "hmc_msg_status": _lib.MsgStatus,
+    "hmc_msg": _lib.Msg,
+    "hmc_pool_opts": hmc.pool.PoolOpts,
+    "hmc_pool_copy_desc": hmc.pool.CopyDesc,
 }
 
 CONSTANTS = {
@@ -34,14 +40,27 @@ CONSTANTS = {
     "HMC_MEM_CPU": hmc.MemoryType.CPU,
     "HMC_MEM_CUDA": hmc.MemoryType.CUDA,
     "HMC_MEM_ROCM": hmc.MemoryType.ROCM,
+    "HMC_MEM_ASCEND": hmc.MemoryType.ASCEND,
+    "HMC_MEM_CNRT": hmc.MemoryType.CNRT,
+    "HMC_MEM_MUSA": hmc.MemoryType.MUSA,
     "HMC_TRANSPORT_UCX": hmc.ConnType.UCX,
     "HMC_TRANSPORT_VERBS": hmc.ConnType.VERBS,
+    "HMC_MSG_SEND": _lib.MSG_SEND,
+    "HMC_MSG_RECV": _lib.MSG_RECV,
+    "HMC_TRANSPORT_SHM": hmc.ConnType.SHM,
+    "HMC_TRANSPORT_TCP": hmc.ConnType.TCP,
+    "HMC_POOL_HOST": hmc.pool.HOST,
+    "HMC_POOL_DEVICE": hmc.pool.DEVICE,
+    "HMC_POOL_COPY_ASYNC": hmc.pool.COPY_ASYNC,
+    "HMC_POOL_EXTRA_MAX": hmc.pool.EXTRA_MAX,
 }
+CONSTANTS.update(("HMC_POOL_" + k.name, k) for k in hmc.pool.CopyKind)
 
 
 def c_program():
     lines = ["#include <stddef.h>", "#include <stdio.h>",
-             "#include <hmc/hmc.h>", "int main(void)", "{"]
+             "#include <hmc/hmc.h>", "#include <hmc/pool.h>",
+             "int main(void)", "{"]
     for name, cls in STRUCTS.items():
         lines.append('printf("%s %%zu\\n", sizeof(struct %s));' % (name, name))
         for field, _ in cls._fields_:
@@ -82,8 +101,11 @@ class LayoutTest(unittest.TestCase):
         cls.layout = header_layout()
 
     def test_every_struct_has_a_copy(self):
-        with open(HEADER) as f:
-            defined = set(re.findall(r"^struct (hmc_\w+) \{", f.read(), re.M))
+        defined = set()
+        for header in HEADERS:
+            with open(header) as f:
+                defined |= set(re.findall(r"^struct (hmc_\w+) \{",
+                                          f.read(), re.M))
         self.assertEqual(defined, set(STRUCTS))
 
     def test_structs(self):

@@ -8,10 +8,13 @@
 SOCKPP		:= $(O)/tests/bench/sockpp
 MEMCPY_BW	:= $(O)/tests/bench/memcpy_bw
 STORE_PINGPONG	:= $(O)/tests/bench/store_pingpong
+# The messages section (tests/bench/msg.sh) and its Open MPI reference
+MSG_BENCH	:= $(O)/tests/bench/msg_bench
+MPI_BENCH	:= $(O)/tests/bench/mpi_bench
 BENCH_REPS	?= 3
 VM_TEST_PROGS	+= $(MEMCPY_BW)	# the shm benchmark's reference, in the guest
 
-all: $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG)
+all: $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG) $(MSG_BENCH) $(MPI_BENCH)
 
 # The shm put_lat reference times its round trips with hmcperf's clock.
 $(STORE_PINGPONG): tests/bench/store_pingpong.c tools/hmcperf_clock.c tools/hmcperf.h
@@ -19,13 +22,25 @@ $(STORE_PINGPONG): tests/bench/store_pingpong.c tools/hmcperf_clock.c tools/hmcp
 	$(CC) $(HMC_CPPFLAGS) -Itools $(HMC_CFLAGS) $(CFLAGS) $< \
 		tools/hmcperf_clock.c -o $@
 
+# Explicit rules: the pattern rule below builds without libhmc.
+$(MSG_BENCH): tests/bench/msg_bench.c $(LIBHMC_SO) include/hmc/hmc.h
+	@mkdir -p $(@D)
+	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
+		-L$(O)/lib -Wl,-rpath,'$$ORIGIN/../../lib' -lhmc
+
+$(MPI_BENCH): tests/bench/mpi_bench.c
+	@mkdir -p $(@D)
+	mpicc $(HMC_CFLAGS) $(CFLAGS) $< -o $@
+
 $(O)/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $< -o $@
 
 .PHONY: bench-host
 _bench: bench-host
-bench-host: $(HMCPERF) $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG) $(O)/lib/libhmc.so
+bench-host: $(HMCPERF) $(SOCKPP) $(MEMCPY_BW) $(STORE_PINGPONG) $(MSG_BENCH) \
+		$(MPI_BENCH) $(O)/lib/libhmc.so
 	@HMCPERF=$(HMCPERF) SOCKPP=$(SOCKPP) MEMCPY_BW=$(MEMCPY_BW) \
+		MSG_BENCH=$(MSG_BENCH) MPI_BENCH=$(MPI_BENCH) \
 		BENCH_REPS=$(BENCH_REPS) BENCH_BIN=$(O)/tests/bench \
 		tests/bench/bench.sh

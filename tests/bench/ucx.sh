@@ -8,6 +8,7 @@
 #   hmcperf put_lat 8 B             vs  ucx_perftest -t ucp_put_lat
 #   hmcperf tag_lat (8 B tag)       vs  sockpp (8 B blocking send/recv) on the
 #                                       socket type libhmc's control plane uses
+#   hmcperf tag_lat over TLS 1.3    vs  sockpp over TCP (TLS control is TCP only)
 #
 # UCX_TLS is tcp,self: there both tools move user memory the same way (RMA
 # emulated with active messages over tcp, "rma_am"; the target progresses).
@@ -84,8 +85,8 @@ ucx_run() {
 	wait $srv || die "ucx_perftest server failed: $(cat "$tmp/ucx.srv")"
 }
 
-hmc_run() {
-	"$HMCPERF" --loopback --json "$@" >"$tmp/hmc.out" 2>"$tmp/hmc.err" ||
+hmc_run() {	# over UCX, as the reference
+	"$HMCPERF" --loopback --json -x ucx "$@" >"$tmp/hmc.out" 2>"$tmp/hmc.err" ||
 		die "hmcperf $* failed: $(cat "$tmp/hmc.err")"
 }
 
@@ -95,7 +96,7 @@ export UCX_LOG_LEVEL
 ucx_run -t ucp_put_lat -s 8 -n 10 -w 1
 unset UCX_LOG_LEVEL
 lanes_ucx=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$tmp/ucx.cli" | head -n 1)
-lanes_hmc=$(HMC_LOG=debug UCX_LOG_LEVEL=info "$HMCPERF" --loopback -t put_lat \
+lanes_hmc=$(HMC_LOG=debug UCX_LOG_LEVEL=info "$HMCPERF" --loopback -x ucx -t put_lat \
 	-s 8 -n 10 -w 1 2>&1 >/dev/null | grep -o 'ep_cfg\[[0-9]*\]: .*' | head -n 1)
 ctrl=${HMC_CTRL_TRANSPORT:-unix}
 case $ctrl in
@@ -150,10 +151,40 @@ bench_ctrl_rtt() {
 	report ctrl_rtt_8B "$ours" "$theirs" "<=1.2" "us" "tag round trip vs $ctrl socket ping-pong, 8 B, -n $RTT_ITERS -w $RTT_WARM"
 }
 
+# The control plane with HMC_TLS_* set: certificates made here by openssl.
+bench_ctrl_rtt_tls() {
+	pki=$tmp/pki
+	mkdir -p "$pki"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-days 1 -subj "/CN=hmc bench ca" -keyout "$pki/ca.key" \
+		-out "$pki/ca.pem" 2>/dev/null || die "openssl failed"
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj "/CN=hmc bench" -keyout "$pki/key.pem" \
+		-out "$pki/req.csr" 2>/dev/null || die "openssl failed"
+	openssl x509 -req -in "$pki/req.csr" -CA "$pki/ca.pem" \
+		-CAkey "$pki/ca.key" -CAcreateserial -days 1 \
+		-out "$pki/cert.pem" 2>/dev/null || die "openssl failed"
+	ours="" theirs=""
+	i=0
+	while [ $i -lt "$REPS" ]; do
+		HMC_TLS_CERT=$pki/cert.pem HMC_TLS_KEY=$pki/key.pem \
+			HMC_TLS_CA=$pki/ca.pem "$HMCPERF" --loopback --json \
+			-t tag_lat -n $RTT_ITERS -w $RTT_WARM >"$tmp/hmc.out" \
+			2>"$tmp/hmc.err" || die "hmcperf over TLS failed: $(cat "$tmp/hmc.err")"
+		ours="$ours $(json_field "$tmp/hmc.out" median)"
+		"$SOCKPP" -t -s 8 -n $RTT_ITERS -w $RTT_WARM -j >"$tmp/sock.out" ||
+			die "sockpp failed"
+		theirs="$theirs $(json_field "$tmp/sock.out" median)"
+		i=$((i + 1))
+	done
+	report ctrl_rtt_tls_8B "$ours" "$theirs" "<=2.0" "us" "tag round trip over TLS 1.3 vs tcp socket ping-pong, 8 B, -n $RTT_ITERS -w $RTT_WARM"
+}
+
 RATIOS=""
 
 bench_put_bw ucx_put_bw_64KiB 65536 $BW64K_ITERS $BW64K_WARM
 bench_put_bw ucx_put_bw_1MiB 1048576 $BW1M_ITERS $BW1M_WARM
 bench_put_lat
 bench_ctrl_rtt
+bench_ctrl_rtt_tls
 printf '%s' "$RATIOS"

@@ -2,9 +2,10 @@
 # linked with a libhmc built by clang with coverage, ASan and UBSan in its
 # own directory (lib.mk's rules, re-entered with O=$(FUZZ_O)).
 #
-#   fuzz_frame      the frame decoder: headers and payloads round-trip
+#   fuzz_frame      the frame decoder (headers and payloads round-trip) and
+#                   a connection's stream parser, fed through a socketpair
 #   fuzz_handshake  the listener's handshake state machine, fed the bytes of
-#                   a hostile dialer through a socketpair
+#                   a hostile dialer over loopback TCP
 #   fuzz_auth       the dialer's side of the HMAC exchange, facing a hostile
 #                   listener
 #
@@ -53,7 +54,7 @@ define fuzz_run
 	for n in $(FUZZ_NAMES); do \
 		mkdir -p $(FUZZ_O)/corpus/$$n $(FUZZ_O)/crash; \
 		log=$(FUZZ_O)/fuzz_$$n.log; \
-		if $(FUZZ_ENV) $(FUZZ_O)/tests/fuzz/fuzz_$$n $(FUZZ_FLAGS) \
+		if $(FUZZ_ENV) $(SAN_NORAND) $(FUZZ_O)/tests/fuzz/fuzz_$$n $(FUZZ_FLAGS) \
 			-max_total_time=$(1) \
 			-artifact_prefix=$(FUZZ_O)/crash/$$n- \
 			$(FUZZ_O)/corpus/$$n tests/fuzz/corpus/$$n >$$log 2>&1; then \

@@ -1,22 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness: the control-plane frame decoder (frame.c). The input
- * is a byte stream cut into frames as a connection cuts it. Every header
- * the decoder accepts must satisfy its own rules and re-encode to the same
- * 16 bytes; every payload a decoder accepts must re-encode to the bytes it
- * came from. Anything else is a crash.
+ * libFuzzer harness: the control-plane frame decoder (wire/frame.c) and
+ * the stream parser of a connection (wire/conn.c). The input is a byte
+ * stream cut into frames. Every header the decoder accepts must satisfy
+ * its own rules and re-encode to the same 16 bytes; every payload a decoder
+ * accepts must re-encode to the bytes it came from. The same stream, sent
+ * through a socketpair in pieces whose sizes the input picks, must come out
+ * of a connection as the same frames, up to the same error.
  */
-#include <errno.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "wire/frame.h"
-#include "sys/util.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(cond)	do { if (!(cond)) abort(); } while (0)
+#include "fuzz.h"
+#include "wire/conn.h"
 
 static uint8_t out[FRAME_MAX_PAYLOAD];
 
@@ -74,11 +67,89 @@ static void payload_round_trip(const struct frame_hdr *h, const uint8_t *p)
 	check(!memcmp(out, p, h->len));
 }
 
+/*
+ * Where the direct walk of @data stops: the offset of the first frame that
+ * is malformed (*@bad) or incomplete.
+ */
+static size_t walk(const uint8_t *data, size_t size, bool *bad)
+{
+	struct frame_hdr h;
+	size_t pos = 0;
+
+	*bad = false;
+	while (size - pos >= FRAME_HDR_LEN) {
+		if (frame_decode_hdr(data + pos, &h)) {
+			*bad = true;
+			break;
+		}
+		if (size - pos - FRAME_HDR_LEN < h.len)
+			break;
+		pos += FRAME_HDR_LEN + h.len;
+	}
+	return pos;
+}
+
+/* The stream through a connection: the frames of the walk, then its end. */
+static void through_conn(const uint8_t *data, size_t size)
+{
+	size_t sent = 0, pos = 0, end;
+	const uint8_t *payload;
+	struct frame_hdr h;
+	struct conn *cn;
+	bool bad;
+	int sv[2], rc;
+	ssize_t n;
+
+	end = walk(data, size, &bad);
+	check(!socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			  0, sv));
+	cn = conn_new(sv[0], true);
+	check(cn);
+	if (!size)
+		shutdown(sv[1], SHUT_WR);
+	for (;;) {
+		while ((rc = conn_next_frame(cn, &h, &payload)) == 1) {
+			check(pos < end);
+			check(!memcmp(cn->rx + cn->rx_off, data + pos,
+				      FRAME_HDR_LEN + h.len));
+			check(payload == cn->rx + cn->rx_off + FRAME_HDR_LEN);
+			pos += FRAME_HDR_LEN + h.len;
+			conn_consume(cn, &h);
+		}
+		if (rc) {
+			check(rc == -EPROTO && bad && pos == end);
+			break;
+		}
+		if (sent < size) {
+			/* a piece of 1 to 4096 bytes: the input says which */
+			size_t piece = 1 + (data[sent] * 257u + sent) % 4096;
+
+			piece = piece < size - sent ? piece : size - sent;
+			n = send(sv[1], data + sent, piece, MSG_NOSIGNAL);
+			check(n > 0 || (n < 0 && errno == EAGAIN));
+			if (n > 0) {
+				sent += (size_t)n;
+				if (sent == size)
+					shutdown(sv[1], SHUT_WR);
+			}
+		}
+		n = conn_fill(cn);
+		if (n == -ECONNRESET) {		/* all sent and read */
+			check(!bad && pos == end);
+			break;
+		}
+		check(n > 0 || n == -EAGAIN);
+	}
+	conn_free(cn);
+	close(sv[1]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t hdr[FRAME_HDR_LEN];
 	struct frame_hdr h;
 
+	through_conn(data, size);
 	while (size >= FRAME_HDR_LEN) {
 		check(frame_type_name(data[5]) != NULL);
 		if (frame_decode_hdr(data, &h))

@@ -15,7 +15,8 @@
  * Beyond memory errors, what fails the run: an answer that is malformed
  * or never sent by a listener, a CHALLENGE without a secret, a WELCOME to
  * a dialer that never proved the secret, a listener that keeps the
- * connection of a dialer that hung up.
+ * connection of a dialer that hung up, or that no longer welcomes a good
+ * dialer afterwards.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -164,6 +165,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_write_all(fd, data, size);
 	shutdown(fd, SHUT_WR);
 	read_answers(fd, secret, proven);
+	close(fd);
+
+	/* Whatever the input did, the listener still welcomes a good dialer. */
+	fd = dial((uint16_t)port);
+	handshake(fd, secret);
 	close(fd);
 	hmc_comm_destroy(c);
 	return 0;

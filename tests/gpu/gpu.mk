@@ -1,12 +1,15 @@
-# GPU test (tests/gpu/test_gpu): memory and ConnBuffers on every CUDA and
-# ROCm device present; without one it exits 77 and `make test` reports it
+# GPU test (tests/gpu/test_gpu): memory and ConnBuffers on every CUDA,
+# ROCm, Ascend, Cambricon and MUSA device present; without one it exits 77 and `make test` reports it
 # as SKIPPED, never as passed. gpu-mock-test runs the same program against
 # mock runtimes (fake devices in host memory, tests/gpu/mock_*.c) that
-# check how libhmc drives the CUDA driver API and HIP, on any machine.
+# check how libhmc drives the CUDA driver API, HIP, AscendCL, CNRT and
+# MUSA, on any machine.
 
 GPU_TEST	:= $(O)/tests/gpu/test_gpu
 GPU_MOCK_DIR	:= $(O)/tests/gpu/mock
-GPU_MOCKS	:= $(GPU_MOCK_DIR)/libcuda.so.1 $(GPU_MOCK_DIR)/libamdhip64.so
+GPU_MOCKS	:= $(GPU_MOCK_DIR)/libcuda.so.1 $(GPU_MOCK_DIR)/libamdhip64.so \
+		   $(GPU_MOCK_DIR)/libascendcl.so $(GPU_MOCK_DIR)/libcnrt.so \
+		   $(GPU_MOCK_DIR)/libmusart.so
 GPU_MOCK_DEPS	:= tests/gpu/mock_dev.c tests/gpu/mock_dev.h
 # The mocks define the runtimes' entry points, which have no header here.
 GPU_MOCK_CFLAGS	:= $(HMC_CFLAGS) -Wno-missing-prototypes $(CFLAGS)
@@ -23,10 +26,16 @@ $(GPU_MOCK_DIR)/libcuda.so.1: tests/gpu/mock_cuda.c $(GPU_MOCK_DEPS)
 	$(CC) $(GPU_MOCK_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 \
 		-o $@ $< tests/gpu/mock_dev.c -lpthread
 
-$(GPU_MOCK_DIR)/libamdhip64.so: tests/gpu/mock_hip.c $(GPU_MOCK_DEPS)
+# The others: mock_<runtime>.c makes lib<soname>.so.
+$(GPU_MOCK_DIR)/libamdhip64.so: tests/gpu/mock_hip.c
+$(GPU_MOCK_DIR)/libascendcl.so: tests/gpu/mock_ascend.c
+$(GPU_MOCK_DIR)/libcnrt.so: tests/gpu/mock_cnrt.c
+$(GPU_MOCK_DIR)/libmusart.so: tests/gpu/mock_musa.c
+$(GPU_MOCK_DIR)/libamdhip64.so $(GPU_MOCK_DIR)/libascendcl.so \
+$(GPU_MOCK_DIR)/libcnrt.so $(GPU_MOCK_DIR)/libmusart.so: $(GPU_MOCK_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(GPU_MOCK_CFLAGS) -fPIC -shared \
-		-Wl,-soname,libamdhip64.so -o $@ $< tests/gpu/mock_dev.c -lpthread
+	$(CC) $(GPU_MOCK_CFLAGS) -fPIC -shared -Wl,-soname,$(@F) -o $@ \
+		$(filter-out $(GPU_MOCK_DEPS),$^) tests/gpu/mock_dev.c -lpthread
 
 .PHONY: gpu-test gpu-mock-test
 _test: gpu-test gpu-mock-test

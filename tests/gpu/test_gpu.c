@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * GPU test: memory and ConnBuffers on every CUDA and ROCm device present.
+ * GPU test: memory and ConnBuffers on every CUDA, ROCm, Ascend (AscendCL),
+ * Cambricon (CNRT) and Moore Threads (MUSA) device present.
  * Host-to-device, device-to-host and device-to-device round trips, writes
  * and reads of GPU ConnBuffers from host and device memory, copy_within
  * (overlapping both ways), a CPU ConnBuffer written from device memory,
  * device_id honoured on every device, threads on several devices, dma-buf
  * export of device memory and of GPU ConnBuffers (where the device can:
- * whole pages only, the last one up to the end, bad ranges refused). Every byte is checked against
- * non-uniform data.
+ * whole pages only, the last one up to the end, bad ranges refused; the
+ * runtimes without dma-buf export must say -EOPNOTSUPP). Every byte is
+ * checked against non-uniform data.
  *
  * Without a GPU it says why and exits 77 (skipped). With HMC_GPU_MOCK=1 it
  * expects the mock runtimes of this directory instead, and also checks
@@ -71,6 +73,7 @@ struct mock {
 struct gpu {
 	enum hmc_mem_type type;
 	int nr_devices;
+	bool dmabuf;		/* the runtime can export dma-bufs */
 	struct mock *mock;
 };
 
@@ -281,7 +284,9 @@ static void export_memory(const struct gpu *gpu, int dev)
 	EXPECT_RET(hmc_mem_copy(gpu->type, dev, d, host, len, HMC_COPY_H2D),
 		   0);
 	rc = mem_export_dmabuf(gpu->type, dev, at + page, 2 * page, &fd);
-	if (rc == -EOPNOTSUPP && !gpu->mock) {
+	if (!gpu->dmabuf) {
+		EXPECT_RET(rc, -EOPNOTSUPP);
+	} else if (rc == -EOPNOTSUPP && !gpu->mock) {
 		printf("note: %s device %d cannot export dma-bufs\n",
 		       hmc_mem_type_name(gpu->type), dev);
 	} else {
@@ -330,7 +335,9 @@ static void export_buffer(const struct gpu *gpu, int dev)
 	pattern_fill(model, size, 7);
 	EXPECT_RET(hmc_buf_write(buf, 0, model, size, HMC_MEM_CPU), 0);
 	rc = hmc_buf_export_fd(buf, page, 2 * page, HMC_BUF_EXPORT_RDWR, &fd);
-	if (rc == -EOPNOTSUPP && !gpu->mock) {
+	if (!gpu->dmabuf) {
+		EXPECT_RET(rc, -EOPNOTSUPP);
+	} else if (rc == -EOPNOTSUPP && !gpu->mock) {
 		printf("note: %s device %d cannot export ConnBuffers\n",
 		       hmc_mem_type_name(gpu->type), dev);
 	} else {
@@ -454,10 +461,10 @@ static bool load_mock(const char *lib, struct mock *m)
 
 /* Runs every check on one runtime: false if it has no device. */
 static bool test_runtime(enum hmc_mem_type type, const char *lib,
-			 bool mocked)
+			 bool dmabuf, bool mocked)
 {
 	struct mock mock = { 0 };
-	struct gpu gpu = { .type = type };
+	struct gpu gpu = { .type = type, .dmabuf = dmabuf };
 	char msg[256] = "";
 	int dev;
 
@@ -506,14 +513,17 @@ int main(void)
 
 	if (mocked)
 		printf("mock runtimes (HMC_GPU_MOCK=1): fake devices in host memory\n");
-	ran += test_runtime(HMC_MEM_CUDA, "libcuda.so.1", mocked);
-	ran += test_runtime(HMC_MEM_ROCM, "libamdhip64.so", mocked);
+	ran += test_runtime(HMC_MEM_CUDA, "libcuda.so.1", true, mocked);
+	ran += test_runtime(HMC_MEM_ROCM, "libamdhip64.so", true, mocked);
+	ran += test_runtime(HMC_MEM_ASCEND, "libascendcl.so", false, mocked);
+	ran += test_runtime(HMC_MEM_CNRT, "libcnrt.so", false, mocked);
+	ran += test_runtime(HMC_MEM_MUSA, "libmusart.so", false, mocked);
 	if (failures) {
 		printf("%d checks failed\n", failures);
 		return EXIT_FAILURE;
 	}
 	if (!ran) {
-		printf("SKIP: no CUDA or ROCm device visible\n");
+		printf("SKIP: no CUDA, ROCm, Ascend, Cambricon or MUSA device visible\n");
 		return EXIT_SKIP;
 	}
 	printf("all checks passed on %d runtime(s)\n", ran);

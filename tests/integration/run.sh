@@ -85,6 +85,29 @@ if [ -x "$bin/test_faults" ]; then
 	case_run faults-shm 150 "${posix[@]}" HMC_TEST_TRANSPORT=shm -- \
 		"$bin/test_faults" -N faults-shm
 fi
+# messages: sizes and 1 GiB through 4 MiB buffers, 4 ranks with wildcards,
+# killed peers, GPU memory (mock runtimes): over UCX posix and tcp, and shm
+case_run msg-sizes-posix 150 "${posix[@]}" -- "$bin/test_msg" -c sizes -N msg-sizes-posix
+case_run msg-sizes-tcp 150 "${tcp[@]}" -- "$bin/test_msg" -c sizes -G 0.25 -N msg-sizes-tcp
+case_run msg-mesh-posix 120 "${posix[@]}" -- "$bin/test_msg" -c mesh -N msg-mesh-posix
+case_run msg-mesh-tcp 120 "${tcp[@]}" -- "$bin/test_msg" -c mesh -N msg-mesh-tcp
+case_run msg-kill-posix 120 "${posix[@]}" -- "$bin/test_msg" -c kill -N msg-kill-posix
+# Over UCX's tcp transport only the sender dies: UCX 1.13 aborts the
+# process (ucp_get_req_handler: "Endpoint timeout") that serves a get
+# whose requester died meanwhile, whoever drives it.
+case_run msg-kill-tcp 120 "${tcp[@]}" -- "$bin/test_msg" -c kill-sender -N msg-kill-tcp
+case_run msg-mesh-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c mesh -N msg-mesh-xtcp
+case_run msg-kill-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c kill -N msg-kill-xtcp
+# what AUTO picks on one host now: shm over memfd ConnBuffers
+case_run msg-sizes-auto 150 HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=shm -- \
+	"$bin/test_msg" -c sizes -N msg-sizes-auto
+case_run msg-mesh-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c mesh -N msg-mesh-shm
+case_run msg-kill-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c kill -N msg-kill-shm
+mock=${O:-build}/tests/gpu/mock
+if [ -e "$mock/libcuda.so.1" ]; then
+	case_run msg-gpu-mock 120 "${posix[@]}" HMC_GPU_MOCK=1 \
+		LD_LIBRARY_PATH="$mock" -- "$bin/test_msg" -c gpu -N msg-gpu-mock
+fi
 # Peers that go away at the worst moment (issue 15). Freed memory is
 # scribbled over and glibc's per-thread cache, which would hand it back
 # untouched, is off: a use-after-free then crashes instead of passing.
@@ -93,6 +116,9 @@ case_run lifetime-abort 120 "${tcp[@]}" "${uaf[@]}" -- \
 	"$bin/test_lifetime" abort -N lifetime-abort
 case_run lifetime-race-posix 120 "${posix[@]}" "${uaf[@]}" -- \
 	"$bin/test_lifetime" race -t 10 -N lifetime-race-posix
+case_run lifetime-race-tcp-control 120 "${posix[@]}" "${uaf[@]}" \
+	HMC_CTRL_TRANSPORT=tcp -- \
+	"$bin/test_lifetime" race -t 5 -N lifetime-race-tcp-control
 # UCX over posix: no RMA emulated with active messages, whose replies to a
 # peer that died make UCX abort the process (issue 15's third defect; the
 # transports of issue 16 end it). The guest runs both over shm (65-shm.sh),

@@ -23,6 +23,9 @@ START_TEST(test_type_names)
 	ck_assert_str_eq(hmc_mem_type_name(HMC_MEM_CPU), "cpu");
 	ck_assert_str_eq(hmc_mem_type_name(HMC_MEM_CUDA), "cuda");
 	ck_assert_str_eq(hmc_mem_type_name(HMC_MEM_ROCM), "rocm");
+	ck_assert_str_eq(hmc_mem_type_name(HMC_MEM_ASCEND), "ascend");
+	ck_assert_str_eq(hmc_mem_type_name(HMC_MEM_CNRT), "cnrt");
+	ck_assert_str_eq(hmc_mem_type_name(HMC_MEM_MUSA), "musa");
 	ck_assert_str_eq(hmc_mem_type_name((enum hmc_mem_type)42), "unknown");
 }
 END_TEST
@@ -33,6 +36,8 @@ START_TEST(test_bad_args)
 
 	ck_assert_int_eq(hmc_mem_device_count(HMC_MEM_CPU), 1);
 	ck_assert_int_eq(hmc_mem_device_count((enum hmc_mem_type)42), -EINVAL);
+	ck_assert_int_eq(hmc_mem_device_count((enum hmc_mem_type)(HMC_MEM_MUSA + 1)),
+			 -EINVAL);
 	ck_assert_int_eq(hmc_mem_alloc(HMC_MEM_CPU, 0, 64, NULL), -EINVAL);
 	ck_assert_int_eq(hmc_mem_alloc(HMC_MEM_CPU, 0, 0, &p), -EINVAL);
 	ck_assert_ptr_null(p);
@@ -133,6 +138,24 @@ START_TEST(test_rocm_absent)
 }
 END_TEST
 
+START_TEST(test_ascend_absent)
+{
+	check_no_runtime(HMC_MEM_ASCEND);
+}
+END_TEST
+
+START_TEST(test_cnrt_absent)
+{
+	check_no_runtime(HMC_MEM_CNRT);
+}
+END_TEST
+
+START_TEST(test_musa_absent)
+{
+	check_no_runtime(HMC_MEM_MUSA);
+}
+END_TEST
+
 /* Whether any of @libs loads, asked without libhmc's help. */
 static bool runtime_present(const char *const *libs)
 {
@@ -165,6 +188,9 @@ int main(void)
 		"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
 		"libamdhip64.so.5", NULL
 	};
+	static const char *const ascend_libs[] = { "libascendcl.so", NULL };
+	static const char *const cnrt_libs[] = { "libcnrt.so", NULL };
+	static const char *const musa_libs[] = { "libmusart.so", NULL };
 	TCase *tc = tcase_create("mem");
 
 	tcase_add_test(tc, test_type_names);
@@ -173,5 +199,8 @@ int main(void)
 	tcase_add_test(tc, test_cpu_copy);
 	add_absent_test(tc, test_cuda_absent, "CUDA", cuda_libs);
 	add_absent_test(tc, test_rocm_absent, "ROCm", rocm_libs);
+	add_absent_test(tc, test_ascend_absent, "AscendCL", ascend_libs);
+	add_absent_test(tc, test_cnrt_absent, "CNRT", cnrt_libs);
+	add_absent_test(tc, test_musa_absent, "MUSA", musa_libs);
 	return run_tcase("mem", tc);
 }

@@ -136,6 +136,12 @@ START_TEST(test_comm_opts)
 	o.reserved1 = 0x100;
 	ck_assert_int_eq(comm_with(buf, &o), -EINVAL);
 	o.reserved1 = 0;
+	o.reserved2 = 1;
+	ck_assert_int_eq(comm_with(buf, &o), -EINVAL);
+	o.reserved2 = 0;
+	o.msg_slot_size = 0x100;	/* a known field, checked: not whole pages */
+	ck_assert_int_eq(comm_with(buf, &o), -EINVAL);
+	o.msg_slot_size = 0;
 	ck_assert_int_eq(comm_with(buf, &o), 0);
 
 	/* A newer caller. */

@@ -129,6 +129,13 @@ static void check_ring(struct hmc_world *w)
 
 	if (n < 2)
 		return;
+	/* Eager worlds are connected already; lazy ones connect here, both
+	 * sides of each pair at once. */
+	rc = hmc_world_connect(w, next, T_MS);
+	if (!rc && prev != next)
+		rc = hmc_world_connect(w, prev, T_MS);
+	CHECK(!rc, "rank %u: connect to ranks %u and %u: %s", me, prev, next,
+	      rc ? hmc_world_last_error(w) : "done");
 	CHECK(hmc_comm_is_connected(comm, next) &&
 	      hmc_comm_is_connected(comm, prev),
 	      "rank %u: connected to ranks %u and %u", me, prev, next);

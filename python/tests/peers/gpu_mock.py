@@ -3,7 +3,7 @@
 devices in host memory that check how they are driven): run with the
 mocks on LD_LIBRARY_PATH.
 
-    gpu_mock.py cuda|rocm
+    gpu_mock.py cuda|rocm|ascend|cnrt|musa
 Prints "ok" and exits 0, or raises.
 """
 import ctypes
@@ -16,8 +16,12 @@ import hmc                                      # noqa: E402
 from support import first_difference, pattern  # noqa: E402
 
 kind = sys.argv[1]
-mem_type = {"cuda": hmc.MemoryType.CUDA, "rocm": hmc.MemoryType.ROCM}[kind]
-runtime = {"cuda": "libcuda.so.1", "rocm": "libamdhip64.so"}[kind]
+mem_type = {"cuda": hmc.MemoryType.CUDA, "rocm": hmc.MemoryType.ROCM,
+            "ascend": hmc.MemoryType.ASCEND, "cnrt": hmc.MemoryType.CNRT,
+            "musa": hmc.MemoryType.MUSA}[kind]
+runtime = {"cuda": "libcuda.so.1", "rocm": "libamdhip64.so",
+           "ascend": "libascendcl.so", "cnrt": "libcnrt.so",
+           "musa": "libmusart.so"}[kind]
 SIZE = 1 << 20
 
 

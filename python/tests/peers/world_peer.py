@@ -41,6 +41,8 @@ def main():
 
     # The communicator: a put_signal ring, every byte checked.
     nxt, prv = (world.rank + 1) % world.size, (world.rank - 1) % world.size
+    world.connect(nxt)
+    world.connect(prv)
     buf = world.comm.buffer
     buf[:RING] = random.Random(100 + world.rank).randbytes(RING)
     world.comm.put_signal(nxt, 0, 1 << 20, RING, 0xA0 + world.rank)

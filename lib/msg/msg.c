@@ -1,0 +1,1249 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Two-sided messages over the control connections and the transports'
+ * gets (see hmc.h, "Messages", for what callers get).
+ *
+ * Protocol, in FRAME_MSG frames on the control connection (so in order per
+ * peer, which is what makes matching non-overtaking):
+ *   EAGER  sender -> receiver: tag and data (up to HMC_MSG_EAGER_MAX);
+ *   RTS    sender -> receiver: id, tag, size, and the source's offset in
+ *          the sender's ConnBuffer when it lies there (DIRECT);
+ *   CTS    receiver -> sender: matched, start staging (not for DIRECT);
+ *   DATA   sender -> receiver: bytes [msg_off, +len) are in my slot at
+ *          slot_off, in message order;
+ *   GOT    receiver -> sender: my get of your slot is done, reuse it;
+ *   FIN    receiver -> sender: all of a DIRECT message is here, or the
+ *          message failed (status);
+ *   CREDIT receiver -> sender: envelope bytes taken off the wire.
+ * A sender has at most MSG_WINDOW bytes of envelopes (EAGER with its data,
+ * RTS) unacknowledged per peer, so that control sockets never fill and
+ * block a progress round on both sides at once; the other kinds are
+ * bounded by the slots.
+ *
+ * Slots: the last msg_region bytes of our ConnBuffer, the first half for
+ * data we send, the second for data we receive. Sending slots are freed by
+ * the peer (GOT), receiving ones by our own copy out, so two peers that
+ * send to each other at once can never wait on each other's slots.
+ *
+ * Every frame is handled and every transfer driven inside progress rounds
+ * (engine.lock held), as are peer teardowns: a round that finds a peer
+ * down (its requests already failed by the core) drops its messages
+ * without touching their memory again. msg->lock nests inside
+ * engine.lock and outside comm->lock and the request table's lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "core/peer.h"
+#include "core/xport.h"
+#include "mem/buf.h"
+#include "mem/mem.h"
+#include "msg/msg.h"
+#include "sys/log.h"
+#include "wire/conn.h"
+
+#define MSG_SLOT_DEFAULT	(256u * 1024)
+#define MSG_REGION_MAX_DEFAULT	(64ull << 20)
+/*
+ * Envelope bytes (eager data included) a sender may have unacknowledged
+ * per peer: below what a Unix or TCP socket buffers by default (208 KiB),
+ * so that a send holding msg->lock never blocks on a full socket while
+ * the peer's progress waits for its own msg->lock to read ours.
+ */
+#define MSG_WINDOW		(128u * 1024)
+#define MSG_ENVELOPE_COST	64u	/* what an envelope counts besides its data */
+#define MSG_DIRECT_CHUNK	(4ull << 20)	/* one get of a direct message */
+#define MSG_DIRECT_INFLIGHT	4	/* gets in flight per direct message */
+
+enum msg_kind {
+	MK_EAGER = 1,
+	MK_RTS,
+	MK_CTS,
+	MK_DATA,
+	MK_GOT,
+	MK_FIN,
+	MK_CREDIT,
+};
+
+#define MSG_HDR_LEN		8	/* kind, flags, 0, 0, s32 status */
+#define MSG_EAGER_HDR_LEN	(MSG_HDR_LEN + 8)
+#define MSG_RTS_LEN		(MSG_HDR_LEN + 32)
+#define MSG_ID_LEN		(MSG_HDR_LEN + 8)	/* CTS, FIN, CREDIT */
+#define MSG_DATA_LEN		(MSG_HDR_LEN + 32)
+#define MSG_GOT_LEN		(MSG_HDR_LEN + 24)
+#define MSG_F_DIRECT		(1u << 0)	/* RTS: src_off is valid */
+
+enum op_state {
+	OP_QUEUED,	/* send: envelope waits for the window */
+	OP_POSTED,	/* recv: waits for a match */
+	OP_WAIT_CTS,	/* send: RTS out */
+	OP_STAGING,	/* send: CTS in, staging through our slots */
+	OP_WAIT_FIN,	/* send: DIRECT, the receiver pulls */
+	OP_RECV,	/* recv: matched, pulling */
+};
+
+struct msg_peer;
+
+/* A chunk announced to a receive, until it has landed. */
+struct msg_chunk {
+	struct list_node node;
+	uint64_t msg_off, len;
+	uint64_t remote_off;	/* in the sender's ConnBuffer */
+	bool remote_slot;	/* the sender's slot: give it back (GOT) */
+	int slot;		/* our receiving slot, or -1: straight in */
+	hmc_req_t get;		/* 0 until posted */
+};
+
+struct msg_op {
+	struct list_node node;
+	bool is_send;
+	enum op_state state;
+	struct msg_peer *mp;	/* once bound to a connection */
+	uint32_t rank;		/* peer, or HMC_ANY_SOURCE */
+	uint64_t tag;
+	uint8_t *data;
+	uint64_t cap;		/* bytes at data */
+	enum hmc_mem_type mem_type;
+	bool in_buf;		/* data lies in our ConnBuffer, at buf_off */
+	uint64_t buf_off;
+	struct hmc_msg_status *status;
+	struct req *r;
+	hmc_req_t id;
+	/* the message */
+	uint64_t msg_id;
+	uint64_t size;
+	uint64_t staged;	/* send: bytes announced; recv: bytes announced or posted */
+	uint64_t done;		/* bytes given back (send) or landed (recv) */
+	bool direct;		/* recv: pull from src_off */
+	uint64_t src_off;
+	struct list_node chunks;	/* recv */
+	unsigned int inflight;	/* recv: gets posted */
+};
+
+/* A message that arrived before a receive matched it. */
+struct msg_in {
+	struct list_node node;
+	struct msg_peer *mp;	/* holds a reference on it */
+	uint32_t rank;
+	uint64_t tag;
+	uint64_t size;
+	uint8_t *data;		/* EAGER */
+	bool rts;
+	bool direct;
+	uint64_t msg_id;
+	uint64_t src_off;
+};
+
+/* One connection to a peer (a peer that reconnects gets a new one). */
+struct msg_peer {
+	struct list_node node;
+	struct peer *peer;	/* referenced */
+	int refs;		/* ops and arrivals bound to it, + 1 while linked */
+	bool down;
+	uint64_t next_id;
+	uint64_t window_used;	/* our envelopes not credited by the peer */
+	uint64_t rx_uncredited;	/* its envelopes we have not credited */
+	struct list_node outq;	/* sends whose envelope waits */
+	struct list_node sends;	/* sends whose envelope left */
+	struct list_node recvs;	/* matched receives */
+};
+
+struct msg {
+	pthread_mutex_t lock;
+	struct hmc_comm *c;
+	uint64_t region_off, slot_size;
+	uint32_t nr_send, nr_recv;	/* slots of each half */
+	struct msg_op **send_owner;	/* sending slot -> its message */
+	int *free_send, *free_recv;	/* stacks of free slot numbers */
+	uint32_t nr_free_send, nr_free_recv;
+	struct list_node peers;
+	struct list_node posted;	/* receives not matched, in post order */
+	struct list_node unexpected;	/* arrivals not matched, in order */
+	unsigned int busy;	/* atomic: ops in flight (progress has work) */
+};
+
+static inline struct msg *msg_of(struct hmc_comm *c)
+{
+	return c->ext_ctx;
+}
+
+/* ------------------------------------------------------------- slots */
+
+static uint64_t send_slot_off(struct msg *m, int s)
+{
+	return m->region_off + (uint64_t)s * m->slot_size;
+}
+
+static uint64_t recv_slot_off(struct msg *m, int s)
+{
+	return m->region_off + (uint64_t)(m->nr_send + s) * m->slot_size;
+}
+
+/* ------------------------------------------------------------ frames */
+
+static void hdr(uint8_t *b, enum msg_kind kind, uint8_t flags, int32_t status)
+{
+	b[0] = (uint8_t)kind;
+	b[1] = flags;
+	b[2] = b[3] = 0;
+	put_be32(b + 4, (uint32_t)status);
+}
+
+static int send_frame(struct msg *m, struct msg_peer *mp, const uint8_t *b,
+		      uint32_t len)
+{
+	return conn_send(mp->peer->conn, FRAME_MSG, b, len,
+			 deadline_after_ms(m->c->op_timeout_ms));
+}
+
+/* A frame of a kind that names a message by id (CTS, FIN). */
+static int send_id(struct msg *m, struct msg_peer *mp, enum msg_kind kind,
+		   uint64_t id, int status)
+{
+	uint8_t b[MSG_ID_LEN];
+
+	hdr(b, kind, 0, status);
+	put_be64(b + 8, id);
+	return send_frame(m, mp, b, sizeof(b));
+}
+
+/* ----------------------------------------------------------- copies */
+
+/* Copy between user memory of @type and plain host memory. */
+static int host_copy(enum hmc_mem_type type, void *dst, const void *src,
+		     size_t len, bool to_user)
+{
+	int dev;
+
+	if (!len)
+		return 0;
+	if (type == HMC_MEM_CPU) {
+		memcpy(dst, src, len);
+		return 0;
+	}
+	dev = mem_ptr_device(type, to_user ? dst : src);
+	if (dev < 0)
+		return dev;
+	return hmc_mem_copy(type, dev, dst, src, len,
+			    to_user ? HMC_COPY_H2D : HMC_COPY_D2H);
+}
+
+/* ---------------------------------------------------- peers and ops */
+
+static void mp_put(struct msg_peer *mp)
+{
+	if (--mp->refs)
+		return;
+	peer_put(mp->peer);
+	free(mp);
+}
+
+/* Our connection state for @p, created on first use (msg->lock held). */
+static struct msg_peer *mp_get(struct msg *m, struct peer *p)
+{
+	struct list_node *n;
+	struct msg_peer *mp;
+
+	for (n = m->peers.next; n != &m->peers; n = n->next) {
+		mp = container_of(n, struct msg_peer, node);
+		if (mp->peer == p)
+			return mp;
+	}
+	mp = calloc(1, sizeof(*mp));
+	if (!mp)
+		return NULL;
+	mp->peer = peer_get(p);
+	mp->refs = 1;
+	list_init(&mp->outq);
+	list_init(&mp->sends);
+	list_init(&mp->recvs);
+	list_add_tail(&m->peers, &mp->node);
+	return mp;
+}
+
+static bool peer_up(struct peer *p)
+{
+	return __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PEER_CONNECTED;
+}
+
+static int peer_err(struct peer *p)
+{
+	return p->error ? p->error : -ECONNRESET;
+}
+
+/* Finish @op with @status and free it (off every list; msg->lock held). */
+static void op_finish(struct msg *m, struct msg_op *op, int status)
+{
+	struct list_node *n, *tmp;
+
+	list_for_each_safe(n, tmp, &op->chunks) {
+		struct msg_chunk *ch = container_of(n, struct msg_chunk, node);
+
+		/* A get that never finished was failed with the peer. */
+		if (ch->get)
+			req_abandon(&m->c->reqs, ch->get);
+		if (ch->slot >= 0)
+			m->free_recv[m->nr_free_recv++] = ch->slot;
+		list_del(n);
+		free(ch);
+	}
+	if (op->is_send) {
+		uint32_t s;
+
+		for (s = 0; s < m->nr_send; s++)
+			if (m->send_owner[s] == op) {
+				m->send_owner[s] = NULL;
+				m->free_send[m->nr_free_send++] = (int)s;
+			}
+	}
+	/*
+	 * A request the core already failed with its peer may have been
+	 * collected, its status gone with the caller's frame.
+	 */
+	if (op->status && !req_is_done(&m->c->reqs, op->id)) {
+		op->status->error = status;
+		if (!op->is_send && op->mp) {
+			op->status->source = op->rank;
+			op->status->tag = op->tag;
+			op->status->len = op->size;
+		}
+	}
+	list_del(&op->node);
+	if (op->mp)
+		mp_put(op->mp);
+	req_complete(op->r, status);
+	__atomic_sub_fetch(&m->busy, 1, __ATOMIC_RELAXED);
+	free(op);
+}
+
+static void in_free(struct msg_in *in)
+{
+	list_del(&in->node);
+	mp_put(in->mp);
+	free(in->data);
+	free(in);
+}
+
+/*
+ * @mp's peer is down: the core failed its requests; let go of everything
+ * without touching user memory again.
+ */
+static void mp_down(struct msg *m, struct msg_peer *mp)
+{
+	struct list_node *lists[] = { &mp->outq, &mp->sends, &mp->recvs };
+	struct list_node *n, *tmp;
+	int err = peer_err(mp->peer);
+	size_t i;
+
+	mp->down = true;
+	for (i = 0; i < ARRAY_SIZE(lists); i++)
+		list_for_each_safe(n, tmp, lists[i])
+			op_finish(m, container_of(n, struct msg_op, node), err);
+	/* Receives posted for this source only. */
+	list_for_each_safe(n, tmp, &m->posted) {
+		struct msg_op *op = container_of(n, struct msg_op, node);
+
+		if (op->mp == mp)
+			op_finish(m, op, err);
+	}
+	/* What arrived whole before the failure is still delivered. */
+	list_for_each_safe(n, tmp, &m->unexpected) {
+		struct msg_in *in = container_of(n, struct msg_in, node);
+
+		if (in->mp == mp && in->rts)
+			in_free(in);
+	}
+	list_del(&mp->node);
+	mp_put(mp);
+}
+
+/* --------------------------------------------------------- sending */
+
+/* Send the envelopes the window allows, in post order (msg->lock held). */
+static int flush_outq(struct msg *m, struct msg_peer *mp)
+{
+	struct list_node *n, *tmp;
+	int events = 0;
+
+	list_for_each_safe(n, tmp, &mp->outq) {
+		struct msg_op *op = container_of(n, struct msg_op, node);
+		bool eager = op->size <= HMC_MSG_EAGER_MAX;
+		uint64_t cost = MSG_ENVELOPE_COST + (eager ? op->size : 0);
+		uint8_t rts[MSG_RTS_LEN], *b;
+		int rc;
+
+		if (mp->window_used && mp->window_used + cost > MSG_WINDOW)
+			break;
+		if (eager) {
+			b = malloc(MSG_EAGER_HDR_LEN + op->size);
+			if (!b) {
+				op_finish(m, op, -ENOMEM);
+				continue;
+			}
+			hdr(b, MK_EAGER, 0, 0);
+			put_be64(b + 8, op->tag);
+			rc = host_copy(op->mem_type, b + MSG_EAGER_HDR_LEN,
+				       op->data, op->size, false);
+			if (!rc)
+				rc = send_frame(m, mp, b, (uint32_t)(MSG_EAGER_HDR_LEN +
+								     op->size));
+			free(b);
+			if (!rc)
+				mp->window_used += cost;
+			op_finish(m, op, rc);
+			events++;
+			continue;
+		}
+		hdr(rts, MK_RTS, op->in_buf ? MSG_F_DIRECT : 0, 0);
+		put_be64(rts + 8, op->msg_id);
+		put_be64(rts + 16, op->tag);
+		put_be64(rts + 24, op->size);
+		put_be64(rts + 32, op->in_buf ? op->buf_off : 0);
+		rc = send_frame(m, mp, rts, sizeof(rts));
+		if (rc) {
+			op_finish(m, op, rc);
+			continue;
+		}
+		mp->window_used += cost;
+		list_del(n);
+		op->state = op->in_buf ? OP_WAIT_FIN : OP_WAIT_CTS;
+		list_add_tail(&mp->sends, n);
+		events++;
+	}
+	return events;
+}
+
+/* Stage what the free slots take and announce it (msg->lock held). */
+static int stage(struct msg *m, struct msg_peer *mp, struct msg_op *op)
+{
+	uint8_t b[MSG_DATA_LEN];
+	int events = 0, s, rc;
+	uint64_t len;
+
+	while (op->staged < op->size && m->nr_free_send) {
+		s = m->free_send[--m->nr_free_send];
+		len = min_t(uint64_t, m->slot_size, op->size - op->staged);
+		rc = hmc_buf_write(m->c->buf, send_slot_off(m, s),
+				   op->data + op->staged, len, op->mem_type);
+		m->send_owner[s] = op;	/* freed with the op on failure */
+		if (!rc) {
+			hdr(b, MK_DATA, 0, 0);
+			put_be64(b + 8, op->msg_id);
+			put_be64(b + 16, op->staged);
+			put_be64(b + 24, send_slot_off(m, s));
+			put_be64(b + 32, len);
+			rc = send_frame(m, mp, b, sizeof(b));
+		}
+		if (rc) {
+			/* The receiver waits for the rest: fail the pair. */
+			comm_peer_error(m->c, mp->peer, rc);
+			return events;
+		}
+		op->staged += len;
+		events++;
+	}
+	return events;
+}
+
+/* ------------------------------------------------------- receiving */
+
+static bool matches(const struct msg_op *op, uint32_t rank, uint64_t tag)
+{
+	return (op->rank == HMC_ANY_SOURCE || op->rank == rank) &&
+	       (op->tag == HMC_ANY_TAG || op->tag == tag);
+}
+
+/* Deliver an eager message to @op and finish it. */
+static void deliver_eager(struct msg *m, struct msg_op *op, struct msg_peer *mp,
+			  uint64_t tag, const uint8_t *data, uint64_t size)
+{
+	int rc = size > op->cap ? -EMSGSIZE : 0;
+
+	op->rank = mp->peer->rank;
+	op->tag = tag;
+	op->size = size;
+	if (!rc)
+		rc = host_copy(op->mem_type, op->data, data, size, true);
+	if (!op->mp) {
+		op->mp = mp;
+		mp->refs++;
+	}
+	op_finish(m, op, rc);
+}
+
+/* A receive matched an RTS: start pulling (msg->lock held). */
+static void start_recv(struct msg *m, struct msg_op *op, struct msg_peer *mp,
+		       uint64_t msg_id, uint64_t tag, uint64_t size,
+		       bool direct, uint64_t src_off)
+{
+	int rc;
+
+	list_del(&op->node);
+	if (!op->mp) {
+		op->mp = mp;
+		mp->refs++;
+	}
+	op->rank = mp->peer->rank;
+	op->tag = tag;
+	op->size = size;
+	op->msg_id = msg_id;
+	op->direct = direct;
+	op->src_off = src_off;
+	op->state = OP_RECV;
+	list_add_tail(&mp->recvs, &op->node);
+	if (size > op->cap) {
+		rc = send_id(m, mp, MK_FIN, msg_id, -EMSGSIZE);
+		if (rc)
+			comm_peer_error(m->c, mp->peer, rc);
+		op_finish(m, op, -EMSGSIZE);
+		return;
+	}
+	if (!direct) {
+		rc = send_id(m, mp, MK_CTS, msg_id, 0);
+		if (rc)
+			comm_peer_error(m->c, mp->peer, rc);
+	}
+}
+
+/* The receive in flight with @mp for message @id, or NULL. */
+static struct msg_op *find_op(struct list_node *list, uint64_t id)
+{
+	struct list_node *n;
+
+	for (n = list->next; n != list; n = n->next) {
+		struct msg_op *op = container_of(n, struct msg_op, node);
+
+		if (op->msg_id == id)
+			return op;
+	}
+	return NULL;
+}
+
+/* Post the gets that can go (msg->lock held): events, or an error. */
+static int pull(struct msg *m, struct msg_op *op)
+{
+	struct hmc_comm *c = m->c;
+	struct list_node *n;
+	struct msg_chunk *ch;
+	uint64_t dst;
+	int rc, events = 0;
+
+	/* A direct message announces itself chunk by chunk here. */
+	while (op->direct && op->staged < op->size &&
+	       op->inflight < MSG_DIRECT_INFLIGHT) {
+		ch = calloc(1, sizeof(*ch));
+		if (!ch)
+			return -ENOMEM;
+		ch->msg_off = op->staged;
+		ch->len = min_t(uint64_t, op->in_buf ? MSG_DIRECT_CHUNK :
+				m->slot_size, op->size - op->staged);
+		ch->remote_off = op->src_off + op->staged;
+		ch->slot = -1;
+		list_add_tail(&op->chunks, &ch->node);
+		op->staged += ch->len;
+		op->inflight++;
+	}
+	for (n = op->chunks.next; n != &op->chunks; n = n->next) {
+		ch = container_of(n, struct msg_chunk, node);
+		if (ch->get)
+			continue;
+		if (op->in_buf) {
+			dst = op->buf_off + ch->msg_off;
+		} else {
+			if (!m->nr_free_recv)
+				break;
+			ch->slot = m->free_recv[--m->nr_free_recv];
+			dst = recv_slot_off(m, ch->slot);
+		}
+		rc = hmc_comm_get_nb(c, op->rank, dst, ch->remote_off, ch->len,
+				     &ch->get);
+		if (rc) {
+			ch->get = 0;
+			return rc;
+		}
+		events++;
+	}
+	return events;
+}
+
+/*
+ * Collect finished gets, in message order (msg->lock held): events, or an
+ * error; *@finished once the whole message is in (@op is freed then).
+ */
+static int land(struct msg *m, struct msg_peer *mp, struct msg_op *op,
+		bool *finished)
+{
+	struct list_node *n, *tmp;
+	uint8_t b[MSG_GOT_LEN];
+	int rc, events = 0;
+
+	list_for_each_safe(n, tmp, &op->chunks) {
+		struct msg_chunk *ch = container_of(n, struct msg_chunk, node);
+
+		if (!ch->get)
+			break;
+		rc = req_result(&m->c->reqs, ch->get, true);
+		if (rc == -EINPROGRESS)
+			break;
+		ch->get = 0;
+		if (rc)
+			return rc;
+		if (ch->remote_slot) {
+			hdr(b, MK_GOT, 0, 0);
+			put_be64(b + 8, op->msg_id);
+			put_be64(b + 16, ch->remote_off);
+			put_be64(b + 24, ch->len);
+			rc = send_frame(m, mp, b, sizeof(b));
+			if (rc)
+				return rc;
+		}
+		if (ch->slot >= 0) {
+			rc = hmc_buf_read(m->c->buf, recv_slot_off(m, ch->slot),
+					  op->data + ch->msg_off, ch->len,
+					  op->mem_type);
+			if (rc)
+				return rc;
+			m->free_recv[m->nr_free_recv++] = ch->slot;
+		}
+		op->done += ch->len;
+		if (op->direct)
+			op->inflight--;
+		list_del(n);
+		free(ch);
+		events++;
+	}
+	if (op->done == op->size) {
+		rc = op->direct ? send_id(m, mp, MK_FIN, op->msg_id, 0) : 0;
+		if (rc)
+			return rc;
+		op_finish(m, op, 0);
+		*finished = true;
+	}
+	return events;
+}
+
+/* ----------------------------------------------------- frame input */
+
+static void credit(struct msg *m, struct msg_peer *mp, uint64_t cost)
+{
+	uint8_t b[MSG_ID_LEN];
+
+	mp->rx_uncredited += cost;
+	if (mp->rx_uncredited < MSG_WINDOW / 4)
+		return;
+	hdr(b, MK_CREDIT, 0, 0);
+	put_be64(b + 8, mp->rx_uncredited);
+	mp->rx_uncredited = 0;
+	if (send_frame(m, mp, b, sizeof(b)))
+		comm_peer_error(m->c, mp->peer, -EIO);
+}
+
+/* An arrival: to the first matching receive, else to the unexpected queue. */
+static int arrive(struct msg *m, struct msg_peer *mp, const uint8_t *b,
+		  uint32_t len, bool rts)
+{
+	uint64_t tag = get_be64(b + (rts ? 16 : 8));
+	uint64_t size = rts ? get_be64(b + 24) : len - MSG_EAGER_HDR_LEN;
+	const uint8_t *data = b + MSG_EAGER_HDR_LEN;
+	uint32_t rank = mp->peer->rank;
+	struct list_node *n;
+	struct msg_in *in;
+
+	if (tag == HMC_ANY_TAG || (rts && size <= HMC_MSG_EAGER_MAX))
+		return -EPROTO;
+	credit(m, mp, MSG_ENVELOPE_COST + (rts ? 0 : size));
+	for (n = m->posted.next; n != &m->posted; n = n->next) {
+		struct msg_op *op = container_of(n, struct msg_op, node);
+
+		if (!matches(op, rank, tag))
+			continue;
+		if (rts)
+			start_recv(m, op, mp, get_be64(b + 8), tag, size,
+				   b[1] & MSG_F_DIRECT, get_be64(b + 32));
+		else
+			deliver_eager(m, op, mp, tag, data, size);
+		return 0;
+	}
+	in = calloc(1, sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	if (!rts && size) {
+		in->data = malloc(size);
+		if (!in->data) {
+			free(in);
+			return -ENOMEM;
+		}
+		memcpy(in->data, data, size);
+	}
+	in->mp = mp;
+	mp->refs++;
+	in->rank = rank;
+	in->tag = tag;
+	in->size = size;
+	in->rts = rts;
+	if (rts) {
+		in->msg_id = get_be64(b + 8);
+		in->direct = b[1] & MSG_F_DIRECT;
+		in->src_off = get_be64(b + 32);
+	}
+	list_add_tail(&m->unexpected, &in->node);
+	return 0;
+}
+
+static int on_data(struct msg *m, struct msg_peer *mp, const uint8_t *b)
+{
+	struct msg_op *op = find_op(&mp->recvs, get_be64(b + 8));
+	uint64_t off = get_be64(b + 16), len = get_be64(b + 32);
+	struct msg_chunk *ch;
+
+	/* In order, within the message, at most a slot. */
+	if (!op || op->direct || off != op->staged || !len ||
+	    len > op->size - off || len > m->slot_size)
+		return -EPROTO;
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	ch->msg_off = off;
+	ch->len = len;
+	ch->remote_off = get_be64(b + 24);
+	ch->remote_slot = true;
+	ch->slot = -1;
+	list_add_tail(&op->chunks, &ch->node);
+	op->staged += len;
+	return 0;
+}
+
+static int on_got(struct msg *m, struct msg_peer *mp, const uint8_t *b)
+{
+	struct msg_op *op = find_op(&mp->sends, get_be64(b + 8));
+	uint64_t off = get_be64(b + 16), len = get_be64(b + 24);
+	uint64_t s;
+
+	if (!op || op->state != OP_STAGING || off < m->region_off ||
+	    (off - m->region_off) % m->slot_size)
+		return -EPROTO;
+	s = (off - m->region_off) / m->slot_size;
+	if (s >= m->nr_send || m->send_owner[s] != op || len > op->staged - op->done)
+		return -EPROTO;
+	m->send_owner[s] = NULL;
+	m->free_send[m->nr_free_send++] = (int)s;
+	op->done += len;
+	if (op->done == op->size)
+		op_finish(m, op, 0);
+	return 0;
+}
+
+static int msg_frame(struct hmc_comm *c, struct peer *p, const uint8_t *b,
+		     uint32_t len)
+{
+	static const uint32_t lens[] = {
+		[MK_EAGER] = MSG_EAGER_HDR_LEN, [MK_RTS] = MSG_RTS_LEN,
+		[MK_CTS] = MSG_ID_LEN, [MK_DATA] = MSG_DATA_LEN,
+		[MK_GOT] = MSG_GOT_LEN, [MK_FIN] = MSG_ID_LEN,
+		[MK_CREDIT] = MSG_ID_LEN,
+	};
+	struct msg *m = msg_of(c);
+	struct msg_peer *mp;
+	struct msg_op *op;
+	uint8_t kind = b[0];
+	int32_t status;
+	int rc = 0;
+
+	if (!kind || kind >= ARRAY_SIZE(lens) ||
+	    (kind == MK_EAGER ? len < lens[kind] ||
+			       len > MSG_EAGER_HDR_LEN + HMC_MSG_EAGER_MAX :
+			       len != lens[kind]))
+		return -EPROTO;
+	status = (int32_t)get_be32(b + 4);
+	pthread_mutex_lock(&m->lock);
+	mp = mp_get(m, p);
+	if (!mp) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	switch (kind) {
+	case MK_EAGER:
+	case MK_RTS:
+		rc = arrive(m, mp, b, len, kind == MK_RTS);
+		break;
+	case MK_CTS:
+		op = find_op(&mp->sends, get_be64(b + 8));
+		if (!op || op->state != OP_WAIT_CTS) {
+			rc = -EPROTO;
+			break;
+		}
+		op->state = OP_STAGING;
+		stage(m, mp, op);
+		break;
+	case MK_DATA:
+		rc = on_data(m, mp, b);
+		break;
+	case MK_GOT:
+		rc = on_got(m, mp, b);
+		break;
+	case MK_FIN:
+		op = find_op(&mp->sends, get_be64(b + 8));
+		/* Success ends a direct send; an error, any that waits. */
+		if (!op || status > 0 || status < -4095 ||
+		    (!status && op->state != OP_WAIT_FIN) ||
+		    (status && op->state == OP_STAGING)) {
+			rc = -EPROTO;
+			break;
+		}
+		op_finish(m, op, status);
+		break;
+	case MK_CREDIT:
+		mp->window_used -= min_t(uint64_t, get_be64(b + 8),
+					 mp->window_used);
+		flush_outq(m, mp);
+		break;
+	}
+out:
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/* --------------------------------------------------------- progress */
+
+static int msg_progress(struct hmc_comm *c)
+{
+	struct msg *m = msg_of(c);
+	struct list_node *n, *tmp, *o, *otmp;
+	int events = 0, rc;
+
+	if (!__atomic_load_n(&m->busy, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	list_for_each_safe(n, tmp, &m->peers) {
+		struct msg_peer *mp = container_of(n, struct msg_peer, node);
+
+		if (!peer_up(mp->peer)) {
+			mp_down(m, mp);
+			events++;
+			continue;
+		}
+		mp->refs++;	/* ops may go, the peer stays this round */
+		list_for_each_safe(o, otmp, &mp->sends) {
+			struct msg_op *op = container_of(o, struct msg_op, node);
+
+			if (op->state == OP_STAGING)
+				events += stage(m, mp, op);
+		}
+		list_for_each_safe(o, otmp, &mp->recvs) {
+			struct msg_op *op = container_of(o, struct msg_op, node);
+
+			bool finished = false;
+
+			rc = land(m, mp, op, &finished);
+			if (rc >= 0) {
+				events += rc;
+				rc = finished ? 0 : pull(m, op);
+			}
+			if (rc < 0) {
+				/* The sender waits for the rest: fail the pair. */
+				pr_info("rank %u: message from rank %u: %s",
+					c->rank, op->rank, hmc_strerror(rc));
+				comm_peer_error(c, mp->peer, rc);
+				break;
+			}
+			events += rc;
+		}
+		mp_put(mp);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return events;
+}
+
+static void msg_fini(struct hmc_comm *c)
+{
+	struct msg *m = msg_of(c);
+	struct list_node *n, *tmp;
+
+	/* Every peer is down by now. */
+	list_for_each_safe(n, tmp, &m->peers)
+		mp_down(m, container_of(n, struct msg_peer, node));
+	list_for_each_safe(n, tmp, &m->posted)
+		op_finish(m, container_of(n, struct msg_op, node), -ENOTCONN);
+	list_for_each_safe(n, tmp, &m->unexpected)
+		in_free(container_of(n, struct msg_in, node));
+	pthread_mutex_destroy(&m->lock);
+	free(m->send_owner);
+	free(m->free_send);
+	free(m->free_recv);
+	free(m);
+	c->ext_ctx = NULL;
+}
+
+static const struct comm_ext msg_ext = {
+	.frame = msg_frame,
+	.progress = msg_progress,
+	.fini = msg_fini,
+};
+
+int msg_init(struct hmc_comm *c, uint32_t slot_size, uint64_t region)
+{
+	uint64_t size = hmc_buf_size(c->buf), nr;
+	struct msg *m;
+	uint32_t i;
+
+	if (!slot_size)
+		slot_size = MSG_SLOT_DEFAULT;
+	if (slot_size % 4096)
+		return -EINVAL;
+	if (!region)
+		region = min_t(uint64_t, size / 4, MSG_REGION_MAX_DEFAULT);
+	if (region > size)
+		return -EINVAL;
+	/* A buffer too small for two slots of the default size gets smaller ones. */
+	while (region / slot_size < 2 && slot_size > 4096)
+		slot_size /= 2;
+	nr = region / slot_size;
+	if (nr < 2) {
+		/* Messages then fail with -ENOSPC; one-sided use is unaffected. */
+		nr = 0;
+	}
+	if (nr > (1u << 20))
+		return -EINVAL;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->c = c;
+	m->slot_size = slot_size;
+	m->nr_send = (uint32_t)nr / 2;
+	m->nr_recv = (uint32_t)nr - m->nr_send;
+	m->region_off = size - nr * slot_size;
+	m->send_owner = calloc(m->nr_send + 1, sizeof(*m->send_owner));
+	m->free_send = calloc(m->nr_send + 1, sizeof(*m->free_send));
+	m->free_recv = calloc(m->nr_recv + 1, sizeof(*m->free_recv));
+	if (!m->send_owner || !m->free_send || !m->free_recv) {
+		free(m->send_owner);
+		free(m->free_send);
+		free(m->free_recv);
+		free(m);
+		return -ENOMEM;
+	}
+	for (i = 0; i < m->nr_send; i++)
+		m->free_send[m->nr_free_send++] = (int)(m->nr_send - 1 - i);
+	for (i = 0; i < m->nr_recv; i++)
+		m->free_recv[m->nr_free_recv++] = (int)(m->nr_recv - 1 - i);
+	pthread_mutex_init(&m->lock, NULL);
+	list_init(&m->peers);
+	list_init(&m->posted);
+	list_init(&m->unexpected);
+	c->ext_ctx = m;
+	c->ext = &msg_ext;
+	return 0;
+}
+
+/* ------------------------------------------------------------- API */
+
+/*
+ * Where @data lies: in our ConnBuffer (*@off) or not; -EINVAL if it
+ * overlaps the message region.
+ */
+static int locate(struct msg *m, const void *data, uint64_t len,
+		  enum hmc_mem_type type, bool *in_buf, uint64_t *off)
+{
+	const uint8_t *base = hmc_buf_ptr(m->c->buf);
+	uint64_t size = hmc_buf_size(m->c->buf);
+	uintptr_t p = (uintptr_t)data, b = (uintptr_t)base;
+
+	*in_buf = false;
+	if (type != hmc_buf_mem_type(m->c->buf) || p < b || p - b >= size)
+		return 0;
+	if (len > size - (p - b))
+		return -EINVAL;
+	if (p - b + len > m->region_off)
+		return -EINVAL;
+	*in_buf = true;
+	*off = p - b;
+	return 0;
+}
+
+/* Nudge whoever drives progress: new work for msg_progress(). */
+static void kick(struct hmc_comm *c)
+{
+	engine_lock(&c->engine);
+	msg_progress(c);
+	engine_unlock(&c->engine);
+}
+
+static int post_send(struct hmc_comm *c, uint32_t rank, uint64_t tag,
+		     const void *data, size_t len, enum hmc_mem_type type,
+		     hmc_req_t *id)
+{
+	struct msg *m;
+	struct msg_op *op;
+	struct peer *p;
+	int rc;
+
+	if (!c || !id || (!data && len) || tag == HMC_ANY_TAG ||
+	    rank == HMC_ANY_SOURCE || (unsigned int)type > HMC_MEM_ROCM)
+		return -EINVAL;
+	m = msg_of(c);
+	if (!m->nr_send)
+		return -ENOSPC;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	rc = locate(m, data, len, type, &op->in_buf, &op->buf_off);
+	if (rc)
+		goto err;
+	p = peer_lookup(c, rank);
+	if (!p || !peer_up(p)) {
+		rc = !p ? -ENOTCONN : p->state == PEER_DOWN ? peer_err(p) :
+		     -ENOTCONN;
+		peer_put(p);
+		goto err;
+	}
+	op->is_send = true;
+	op->state = OP_QUEUED;
+	op->rank = rank;
+	op->tag = tag;
+	op->data = (uint8_t *)data;
+	op->cap = op->size = len;
+	op->mem_type = type;
+	list_init(&op->chunks);
+	op->r = req_alloc(&c->reqs, p, REQ_MSG, &op->id);
+	if (!op->r) {
+		peer_put(p);
+		rc = -ENOMEM;
+		goto err;
+	}
+	*id = op->id;
+	pthread_mutex_lock(&m->lock);
+	op->mp = mp_get(m, p);
+	peer_put(p);
+	if (!op->mp) {
+		pthread_mutex_unlock(&m->lock);
+		req_free_unposted(&c->reqs, op->r);
+		rc = -ENOMEM;
+		goto err;
+	}
+	op->mp->refs++;
+	op->msg_id = op->mp->next_id++;
+	__atomic_add_fetch(&m->busy, 1, __ATOMIC_RELAXED);
+	list_add_tail(&op->mp->outq, &op->node);
+	flush_outq(m, op->mp);	/* the peer's frames drive the rest */
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+err:
+	free(op);
+	return rc;
+}
+
+static int post_recv(struct hmc_comm *c, uint32_t rank, uint64_t tag,
+		     void *data, size_t len, enum hmc_mem_type type,
+		     struct hmc_msg_status *status, hmc_req_t *id)
+{
+	struct peer *p = NULL;
+	struct list_node *n;
+	struct msg_op *op;
+	bool pull_now = false;
+	struct msg *m;
+	int rc;
+
+	if (!c || !id || (!data && len) || (unsigned int)type > HMC_MEM_ROCM)
+		return -EINVAL;
+	m = msg_of(c);
+	if (!m->nr_recv)
+		return -ENOSPC;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	rc = locate(m, data, len, type, &op->in_buf, &op->buf_off);
+	if (rc)
+		goto err;
+	if (rank != HMC_ANY_SOURCE) {
+		p = peer_lookup(c, rank);
+		if (!p || !peer_up(p)) {
+			rc = !p ? -ENOTCONN : p->state == PEER_DOWN ?
+			     peer_err(p) : -ENOTCONN;
+			peer_put(p);
+			goto err;
+		}
+	}
+	op->state = OP_POSTED;
+	op->rank = rank;
+	op->tag = tag;
+	op->data = data;
+	op->cap = len;
+	op->mem_type = type;
+	op->status = status;
+	list_init(&op->chunks);
+	op->r = req_alloc(&c->reqs, p, REQ_MSG, &op->id);
+	if (!op->r) {
+		peer_put(p);
+		rc = -ENOMEM;
+		goto err;
+	}
+	*id = op->id;
+	pthread_mutex_lock(&m->lock);
+	if (p) {
+		op->mp = mp_get(m, p);
+		if (!op->mp) {
+			pthread_mutex_unlock(&m->lock);
+			peer_put(p);
+			req_free_unposted(&c->reqs, op->r);
+			rc = -ENOMEM;
+			goto err;
+		}
+		op->mp->refs++;
+	}
+	peer_put(p);
+	__atomic_add_fetch(&m->busy, 1, __ATOMIC_RELAXED);
+	list_add_tail(&m->posted, &op->node);
+	for (n = m->unexpected.next; n != &m->unexpected; n = n->next) {
+		struct msg_in *in = container_of(n, struct msg_in, node);
+
+		if (!matches(op, in->rank, in->tag))
+			continue;
+		if (in->rts) {
+			start_recv(m, op, in->mp, in->msg_id, in->tag, in->size,
+				   in->direct, in->src_off);
+			pull_now = in->direct;
+		} else {
+			deliver_eager(m, op, in->mp, in->tag, in->data, in->size);
+		}
+		in_free(in);
+		break;
+	}
+	pthread_mutex_unlock(&m->lock);
+	/* A direct pull has no frame to come that would start it. */
+	if (pull_now)
+		kick(c);
+	return 0;
+err:
+	free(op);
+	return rc;
+}
+
+int hmc_comm_isend(struct hmc_comm *c, uint32_t peer, uint64_t tag,
+		   const void *data, size_t len, enum hmc_mem_type mem_type,
+		   hmc_req_t *req)
+{
+	return post_send(c, peer, tag, data, len, mem_type, req);
+}
+
+int hmc_comm_irecv(struct hmc_comm *c, uint32_t source, uint64_t tag,
+		   void *data, size_t len, enum hmc_mem_type mem_type,
+		   struct hmc_msg_status *status, hmc_req_t *req)
+{
+	return post_recv(c, source, tag, data, len, mem_type, status, req);
+}
+
+int hmc_comm_msg_batch(struct hmc_comm *c, const struct hmc_msg *msgs,
+		       size_t n, hmc_req_t *reqs)
+{
+	size_t i;
+	int rc = 0;
+
+	if (!c || (n && (!msgs || !reqs)))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		const struct hmc_msg *x = &msgs[i];
+
+		if (x->reserved || x->op > HMC_MSG_RECV)
+			rc = -EINVAL;
+		else if (x->op == HMC_MSG_SEND)
+			rc = post_send(c, x->peer, x->tag, x->data, x->len,
+				       x->mem_type, &reqs[i]);
+		else
+			rc = post_recv(c, x->peer, x->tag, x->data, x->len,
+				       x->mem_type, x->status, &reqs[i]);
+		if (rc)
+			break;
+	}
+	for (; i < n; i++)
+		reqs[i] = 0;
+	return rc;
+}
+
+/* The op with request @id on @list, or NULL. */
+static struct msg_op *find_req(struct list_node *list, hmc_req_t id)
+{
+	struct list_node *n;
+
+	for (n = list->next; n != list; n = n->next) {
+		struct msg_op *op = container_of(n, struct msg_op, node);
+
+		if (op->id == id)
+			return op;
+	}
+	return NULL;
+}
+
+/*
+ * A blocking send or receive ran out of time: one that has not started
+ * is withdrawn; one under way fails the connection (never half a message).
+ */
+static int give_up(struct hmc_comm *c, hmc_req_t id)
+{
+	struct msg *m = msg_of(c);
+	struct peer *p = NULL;
+	struct msg_op *op;
+	struct list_node *n;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = req_result(&c->reqs, id, true);
+	if (rc != -EINPROGRESS) {	/* finished meanwhile */
+		pthread_mutex_unlock(&m->lock);
+		return rc;
+	}
+	op = find_req(&m->posted, id);
+	for (n = m->peers.next; !op && n != &m->peers; n = n->next) {
+		struct msg_peer *mp = container_of(n, struct msg_peer, node);
+
+		op = find_req(&mp->outq, id);
+		if (!op && (find_req(&mp->sends, id) || find_req(&mp->recvs, id)))
+			p = peer_get(mp->peer);
+	}
+	if (op)
+		op_finish(m, op, -ETIMEDOUT);
+	pthread_mutex_unlock(&m->lock);
+	if (p) {
+		comm_peer_error(c, p, -ETIMEDOUT);
+		peer_put(p);
+		/* The teardown fails the request; then nothing touches its memory. */
+		rc = hmc_comm_wait(c, id, c->op_timeout_ms);
+		if (rc == -ETIMEDOUT)
+			req_abandon(&c->reqs, id);
+	} else {
+		req_result(&c->reqs, id, true);
+	}
+	return -ETIMEDOUT;
+}
+
+/* Wait for a blocking form's request. */
+static int wait_msg(struct hmc_comm *c, hmc_req_t id, int timeout_ms)
+{
+	int rc = hmc_comm_wait(c, id, timeout_ms);
+
+	return rc == -ETIMEDOUT ? give_up(c, id) : rc;
+}
+
+int hmc_comm_send(struct hmc_comm *c, uint32_t peer, uint64_t tag,
+		  const void *data, size_t len, enum hmc_mem_type mem_type,
+		  int timeout_ms)
+{
+	hmc_req_t id;
+	int rc;
+
+	rc = post_send(c, peer, tag, data, len, mem_type, &id);
+	return rc ? rc : wait_msg(c, id, timeout_ms);
+}
+
+int hmc_comm_recv(struct hmc_comm *c, uint32_t source, uint64_t tag,
+		  void *data, size_t len, enum hmc_mem_type mem_type,
+		  struct hmc_msg_status *status, int timeout_ms)
+{
+	hmc_req_t id;
+	int rc;
+
+	rc = post_recv(c, source, tag, data, len, mem_type, status, &id);
+	return rc ? rc : wait_msg(c, id, timeout_ms);
+}

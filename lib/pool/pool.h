@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pool's insides (include/hmc/pool.h is the interface).
+ *
+ * Each rank's ConnBuffer holds, in this order: its host segment, the
+ * extra context (an 8-byte length, then up to 64 KiB), the subgroup inbox
+ * and the staging window through which copies between remote segments
+ * and memory outside the ConnBuffer go. Every offset follows from the
+ * rank's host segment size, so peers compute them.
+ */
+#ifndef HMC_LIB_POOL_POOL_H
+#define HMC_LIB_POOL_POOL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <hmc/pool.h>
+
+#include "sys/util.h"
+
+#define POOL_SLOT_ALIGN		(2UL << 20)
+#define POOL_EXTRA_AREA		(8 + HMC_POOL_EXTRA_MAX)
+#define POOL_INBOX_SIZE		(1UL << 20)
+/* Slots of the window, so chunks are copied while others are on the wire. */
+#define POOL_STAGE_CHUNK	(256UL << 10)
+#define POOL_STAGE_SLOTS	4
+#define POOL_STAGE_SIZE		(POOL_STAGE_SLOTS * POOL_STAGE_CHUNK)
+
+enum pool_rank_state {
+	POOL_RANK_NONE,		/* no member, or no pool there */
+	POOL_RANK_LIVE,
+	POOL_RANK_GONE,		/* left or failed */
+};
+
+struct pool_rank {
+	uint64_t host_size;
+	uint64_t dev_size;
+	uint32_t state;		/* enum pool_rank_state */
+	bool mapped;		/* host segment mapped into its slot */
+};
+
+/* A queued asynchronous copy, resolved when it was submitted. */
+struct pool_job;
+/* What a rank publishes about itself (pool.c). */
+struct pool_rec;
+
+struct pool_user_range {
+	uintptr_t start;
+	size_t len;
+	uint32_t type;		/* enum hmc_mem_type */
+};
+
+struct hmc_pool {
+	struct hmc_world *world;
+	uint32_t rank;
+	uint32_t nr_slots;
+	int timeout_ms;
+	size_t page;
+
+	/* The global range: nr_slots slots of stride bytes. */
+	char *base;
+	size_t stride;
+	size_t host_slot;	/* host segment part of a slot */
+
+	struct hmc_buf *buf;
+	struct hmc_comm *comm;
+	int export_fd;		/* the ConnBuffer as a mappable fd, or -1 */
+	void *dev_ptr;		/* this rank's device segment */
+	uint32_t dev_type;
+	int dev_id;
+
+	struct pool_rec *self;	/* ours, published again by refreshes */
+
+	pthread_mutex_t lock;	/* ranks[].state, user ranges */
+	struct pool_rank *ranks;
+	struct pool_user_range *user;
+	size_t nr_user;
+
+	pthread_mutex_t stage_lock;	/* the staging window */
+	pthread_mutex_t group_lock;	/* the inbox: one subgroup call at once */
+
+	/* Asynchronous copies: one worker, in submission order. */
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_cond;		/* work queued, or stop */
+	pthread_cond_t q_idle;		/* the queue drained */
+	struct list_node queue;
+	size_t q_pending;		/* queued or running */
+	int q_error;			/* first failure since the last wait */
+	bool q_stop;
+	bool q_started;
+	pthread_t worker;
+};
+
+static inline size_t pool_extra_off(const struct hmc_pool *p, uint64_t host_size)
+{
+	return (host_size + p->page - 1) & ~(p->page - 1);
+}
+
+static inline size_t pool_inbox_off(const struct hmc_pool *p, uint64_t host_size)
+{
+	return pool_extra_off(p, host_size) + POOL_EXTRA_AREA;
+}
+
+static inline size_t pool_stage_off(const struct hmc_pool *p, uint64_t host_size)
+{
+	return pool_inbox_off(p, host_size) + POOL_INBOX_SIZE;
+}
+
+/*
+ * Whether @rank is a live member: 0, -ENXIO (never had a pool), or
+ * -ECONNRESET (left or failed, now or before).
+ */
+int pool_rank_check(struct hmc_pool *p, uint32_t rank);
+
+/* copy.c */
+int pool_copy_start(struct hmc_pool *p);
+void pool_copy_stop(struct hmc_pool *p);
+
+#endif

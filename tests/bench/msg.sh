@@ -1,0 +1,69 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Messages section of `make bench` (about two minutes): libhmc's
+# hmc_comm_send/recv against its own puts and against Open MPI, two
+# processes on this host, in one invocation:
+#
+#   msg_vs_put_bw_64MiB  64 MiB messages, heap to heap through 4 MiB
+#                        ConnBuffers, vs puts of 64 MiB between 64 MiB
+#                        ConnBuffers (+ flush), same UCX transport
+#   msg_vs_mpi_bw_1MiB   osu_bw: windows of 64 isends of 1 MiB, then a
+#                        reply, vs MPI_Isend/MPI_Irecv (mpi_bench)
+#   msg_vs_mpi_lat_8B    osu_latency: ping-pong of blocking 8 B sends,
+#                        one-way us, vs MPI_Send/MPI_Recv
+#
+# UCX_TLS=posix,cma,self: shared memory and cross-memory attach, the way
+# Open MPI's vader moves data on one host. Each pair runs BENCH_REPS times
+# (default 5), the tools in turn; the ratio is the median of the pairs'
+# ratios (stats.sh). Printed, never asserted: `RATIO <name> <value> <target>`.
+set -eu
+
+MSG_BENCH=${MSG_BENCH:-build/tests/bench/msg_bench}
+MPI_BENCH=${MPI_BENCH:-build/tests/bench/mpi_bench}
+REPS=${BENCH_REPS:-5}
+[ "$REPS" -le 5 ] || REPS=5	# the section's two minutes
+export UCX_TLS=posix,cma,self
+MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none"
+
+die() { echo "bench msg: $*" >&2; exit 1; }
+[ -x "$MSG_BENCH" ] || die "$MSG_BENCH not built"
+[ -x "$MPI_BENCH" ] || die "$MPI_BENCH not built (mpicc: package libopenmpi-dev)"
+command -v mpirun >/dev/null || die "mpirun not found (package openmpi-bin)"
+
+# shellcheck source=tests/bench/stats.sh
+. "$(dirname "$0")/stats.sh"
+
+ours() { timeout 120 "$MSG_BENCH" "$@" | awk '{ print $3 }'; }
+mpi() { timeout 120 $MPIRUN "$MPI_BENCH" "$@" 2>/dev/null | awk '/^(bw|lat) / { print $3 }'; }
+
+echo "== messages: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), UCX_TLS=$UCX_TLS, $REPS repetitions each (median)"
+RATIOS=""
+
+a="" b=""
+i=0
+while [ $i -lt "$REPS" ]; do
+	a="$a $(ours -t msg_bw -s 67108864 -n 8 -w 1 -b 4194304)"
+	b="$b $(ours -t put_bw -s 67108864 -n 8 -w 1)"
+	i=$((i + 1))
+done
+report msg_vs_put_bw_64MiB "$a" "$b" ">=0.85" "MB/s" "64 MiB send/recv through 4 MiB buffers vs put 64 MiB"
+
+a="" b=""
+i=0
+while [ $i -lt "$REPS" ]; do
+	a="$a $(ours -t msg_bw -s 1048576 -W 64 -n 10 -w 2)"
+	b="$b $(mpi -t bw -s 1048576 -W 64 -n 10 -w 2)"
+	i=$((i + 1))
+done
+report msg_vs_mpi_bw_1MiB "$a" "$b" ">=1.0" "MB/s" "osu_bw 1 MiB, window 64, vs Open MPI"
+
+a="" b=""
+i=0
+while [ $i -lt "$REPS" ]; do
+	a="$a $(ours -t msg_lat -s 8 -n 5000 -w 500)"
+	b="$b $(mpi -t lat -s 8 -n 5000 -w 500)"
+	i=$((i + 1))
+done
+report msg_vs_mpi_lat_8B "$a" "$b" "<=1.2" "us" "osu_latency 8 B, vs Open MPI"
+printf '%s' "$RATIOS"

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A mock MUSA runtime (libmusart.so) with the calls libhmc uses. Like
+ * CUDA's runtime, musaMemcpy to the device and between devices may land
+ * after it returns: such copies land at musaStreamSynchronize, so a
+ * missing synchronisation shows as stale data. Copies whose pointers do
+ * not match their musaMemcpyKind are violations; host memory is
+ * "unregistered" to musaPointerGetAttributes. See mock_dev.h.
+ */
+#include <string.h>
+
+#include "mock_dev.h"
+
+typedef int musaError_t;
+
+#define musaSuccess			0
+#define musaErrorInvalidValue		1
+#define musaErrorMemoryAllocation	2
+#define musaErrorInvalidDevice		101
+
+enum {
+	musaMemcpyHostToHost,
+	musaMemcpyHostToDevice,
+	musaMemcpyDeviceToHost,
+	musaMemcpyDeviceToDevice,
+};
+
+enum {
+	musaMemoryTypeUnregistered,
+	musaMemoryTypeHost,
+	musaMemoryTypeDevice,
+};
+
+struct musa_pointer_attr {
+	int type;
+	int device;
+	void *device_pointer;
+	void *host_pointer;
+};
+
+static __thread int current;
+
+MOCK_EXPORT musaError_t musaGetDeviceCount(int *count)
+{
+	*count = mock_nr_devices();
+	return musaSuccess;
+}
+
+MOCK_EXPORT musaError_t musaGetDevice(int *device)
+{
+	*device = current;
+	return musaSuccess;
+}
+
+MOCK_EXPORT musaError_t musaSetDevice(int device)
+{
+	if (device < 0 || device >= mock_nr_devices())
+		return musaErrorInvalidDevice;
+	current = device;
+	return musaSuccess;
+}
+
+MOCK_EXPORT musaError_t musaMalloc(void **ptr, size_t size)
+{
+	if (!size)
+		return musaErrorInvalidValue;
+	*ptr = mock_alloc(current, size);
+	return *ptr ? musaSuccess : musaErrorMemoryAllocation;
+}
+
+MOCK_EXPORT musaError_t musaFree(void *ptr)
+{
+	if (mock_free(ptr) < 0) {
+		mock_violation("musaFree of %p, not an allocation", ptr);
+		return musaErrorInvalidValue;
+	}
+	return musaSuccess;
+}
+
+MOCK_EXPORT musaError_t musaMemcpy(void *dst, const void *src, size_t len,
+				   int kind)
+{
+	int dst_dev = mock_where(dst, len), src_dev = mock_where(src, len);
+	bool ok;
+
+	switch (kind) {
+	case musaMemcpyHostToDevice:
+		ok = dst_dev >= 0 && src_dev == -1;
+		break;
+	case musaMemcpyDeviceToHost:
+		ok = dst_dev == -1 && src_dev >= 0;
+		break;
+	case musaMemcpyDeviceToDevice:
+		ok = dst_dev >= 0 && src_dev >= 0;
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	if (!ok) {
+		mock_violation("musaMemcpy kind %d does not match its pointers",
+			       kind);
+		return musaErrorInvalidValue;
+	}
+	if (kind == musaMemcpyDeviceToHost) {
+		mock_sync(current);
+		mock_memcpy(dst, src, len);
+	} else {
+		mock_copy_later(current, dst, src, len);
+	}
+	return musaSuccess;
+}
+
+MOCK_EXPORT musaError_t musaStreamSynchronize(void *stream)
+{
+	if (stream)
+		return musaErrorInvalidValue;
+	mock_sync(current);
+	return musaSuccess;
+}
+
+MOCK_EXPORT musaError_t musaPointerGetAttributes(struct musa_pointer_attr *attr,
+						 const void *ptr)
+{
+	int where = mock_where(ptr, 1);
+
+	memset(attr, 0, sizeof(*attr));
+	attr->device = -1;
+	if (where >= 0) {
+		attr->type = musaMemoryTypeDevice;
+		attr->device = where;
+		attr->device_pointer = (void *)ptr;
+	}
+	return musaSuccess;
+}
+
+MOCK_EXPORT const char *musaGetErrorString(musaError_t err)
+{
+	return "mock error";
+}
+
+MOCK_EXPORT void mock_app_device_enter(int dev)
+{
+	current = dev;
+}
+
+MOCK_EXPORT void mock_app_device_leave(int dev)
+{
+	current = 0;
+}
+
+MOCK_EXPORT int mock_current_device(void)
+{
+	return current;
+}
+
+MOCK_EXPORT int mock_report(char *msg, size_t len)
+{
+	return mock_dev_report(msg, len);
+}

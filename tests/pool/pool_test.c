@@ -1,0 +1,713 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One rank of the pool test (tests/pool/run.sh starts them): a world from
+ * the environment, a pool over it, then every copy kind between this rank
+ * and every rank (itself included), synchronous, asynchronous and in
+ * batches, each region written by one rank and read back by all, every
+ * byte checked; refused copies (out of range, straddling, wrong kind, a
+ * remote device segment); extra contexts, allgathers and subgroups.
+ *
+ *   pool_test [-M] [-d cuda|rocm|ascend|cnrt|musa] [-m churn]
+ * -M: every rank is on this host, so every host segment must be mapped
+ * into its slot: the bytes are checked through the pointers as well.
+ * -d gives each rank a device segment of that runtime (the mocks of
+ * tests/gpu on a machine without one) and runs the device kinds too.
+ * -m churn: the last rank leaves (destroys its pool, leaves the world) and
+ * the one before it dies by SIGKILL while the others copy to them; the
+ * survivors must see -ECONNRESET, never a fault, and keep working among
+ * themselves; then the leaver joins the world again, enters the pool while
+ * the survivors refresh theirs, and data flows both ways.
+ * Output is TAP; exit status 1 on any failure.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hmc/pool.h>
+#include <hmc/world.h>
+
+#include "pattern.h"
+
+#define TIMEOUT_MS	20000
+#define REGION		50021		/* odd: no alignment helps */
+#define DEV_REGION	20011
+
+static uint32_t me, n;
+static bool expect_mapped;	/* -M: every host segment is mapped here */
+static int failures, checks;
+static enum hmc_mem_type dev_type = HMC_MEM_CPU;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		checks++;						\
+		if (!(cond)) {						\
+			failures++;					\
+			printf("not ok - rank %u %s:%d: ", me, __FILE__, \
+			       __LINE__);				\
+			printf(__VA_ARGS__);				\
+			printf("\n");					\
+			fflush(stdout);					\
+		}							\
+	} while (0)
+
+#define CHECK_RET(expr, want)						\
+	do {								\
+		long got_ = (expr);					\
+		CHECK(got_ == (want), "%s = %ld (%s), want %ld", #expr,	\
+		      got_, hmc_strerror((int)got_), (long)(want));	\
+	} while (0)
+
+static uint64_t host_size(uint32_t r)
+{
+	return (2 << 20) + r * 4096 + 123;
+}
+
+static uint64_t dev_size(uint32_t r)
+{
+	return dev_type == HMC_MEM_CPU ? 0 : (256 << 10) + r * 4096;
+}
+
+/* Distinct data per phase, writer and target. */
+static uint64_t seed(uint32_t phase, uint32_t writer, uint32_t target)
+{
+	return (uint64_t)phase << 40 | (uint64_t)writer << 20 | target;
+}
+
+/* Where writer @w puts phase @phase's region in a host segment. */
+static size_t region_off(uint32_t phase, uint32_t w)
+{
+	return ((size_t)phase * n + w) * REGION;
+}
+
+static void check_bytes(const uint8_t *got, size_t len, uint64_t s,
+			const char *what, uint32_t w, uint32_t t)
+{
+	long at = pattern_mismatch(got, len, s);
+
+	CHECK(at < 0, "%s: writer %u, target %u: byte %ld differs", what, w,
+	      t, at);
+}
+
+/* Everyone reads every writer's region of @phase in every rank back. */
+static void verify_phase(struct hmc_pool *pool, uint32_t phase,
+			 enum hmc_pool_copy_kind kind, uint32_t flags,
+			 const char *what)
+{
+	uint8_t *buf = malloc((size_t)n * n * REGION);
+	struct hmc_pool_copy_desc *d = calloc((size_t)n * n, sizeof(*d));
+	uint32_t w, t;
+	size_t i = 0;
+
+	memset(buf, 0, (size_t)n * n * REGION);
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+
+		for (w = 0; w < n; w++, i++)
+			d[i] = (struct hmc_pool_copy_desc){
+				.dst = buf + i * REGION,
+				.src = seg + region_off(phase, w),
+				.len = REGION };
+	}
+	CHECK_RET(hmc_pool_copy_batch(pool, d, i, kind, flags), 0);
+	if (flags & HMC_POOL_COPY_ASYNC)
+		CHECK_RET(hmc_pool_wait(pool, TIMEOUT_MS), 0);
+	for (t = 0, i = 0; t < n; t++)
+		for (w = 0; w < n; w++, i++)
+			check_bytes(buf + i * REGION, REGION, seed(phase, w, t),
+				    what, w, t);
+	free(d);
+	free(buf);
+}
+
+static void host_kinds(struct hmc_pool *pool)
+{
+	uint8_t *src = malloc(REGION * 2);
+	struct hmc_pool_copy_desc *d = calloc(n, sizeof(*d));
+	uint8_t **bufs = calloc(n, sizeof(*bufs));
+	uint32_t t;
+
+	/* Phase 0: H2G, one synchronous copy per target. */
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+
+		pattern_fill(src, REGION, seed(0, me, t));
+		CHECK_RET(hmc_pool_copy(pool, seg + region_off(0, me), src,
+					REGION, HMC_POOL_H2G, 0), 0);
+	}
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	verify_phase(pool, 0, HMC_POOL_G2H, 0, "H2G then G2H");
+	/* On one host the global addresses are plain pointers too. */
+	for (t = 0; t < n && expect_mapped; t++) {
+		const uint8_t *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+		uint32_t w;
+
+		for (w = 0; w < n; w++)
+			check_bytes(seg + region_off(0, w), REGION,
+				    seed(0, w, t), "through the pointer", w, t);
+	}
+
+	/* Phase 1: H2GH, asynchronous; read back with GH2H, asynchronous. */
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+
+		bufs[t] = malloc(REGION);
+		pattern_fill(bufs[t], REGION, seed(1, me, t));
+		CHECK_RET(hmc_pool_copy(pool, seg + region_off(1, me), bufs[t],
+					REGION, HMC_POOL_H2GH,
+					HMC_POOL_COPY_ASYNC), 0);
+	}
+	CHECK_RET(hmc_pool_wait(pool, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	verify_phase(pool, 1, HMC_POOL_GH2H, HMC_POOL_COPY_ASYNC,
+		     "async H2GH then GH2H");
+
+	/* Phase 2: AUTO, one batch to every target. */
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+
+		pattern_fill(bufs[t], REGION, seed(2, me, t));
+		d[t] = (struct hmc_pool_copy_desc){
+			.dst = seg + region_off(2, me), .src = bufs[t],
+			.len = REGION };
+	}
+	CHECK_RET(hmc_pool_copy_batch(pool, d, n, HMC_POOL_AUTO, 0), 0);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	verify_phase(pool, 2, HMC_POOL_AUTO, 0, "batch AUTO");
+
+	/*
+	 * Phase 3: G2G. Writer me moves its phase-0 region in rank t to its
+	 * phase-3 region in rank t + 1: seed(3, me, t + 1) must hold there
+	 * what seed(0, me, t) held, so check it against phase 0's seed.
+	 */
+	for (t = 0; t < n; t++) {
+		char *from = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+		char *to = hmc_pool_ptr(pool, HMC_POOL_HOST, (t + 1) % n);
+
+		CHECK_RET(hmc_pool_copy(pool, to + region_off(3, me),
+					from + region_off(0, me), REGION,
+					HMC_POOL_G2G, 0), 0);
+	}
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, (t + 1) % n);
+		uint32_t w;
+
+		for (w = 0; w < n; w++) {
+			CHECK_RET(hmc_pool_copy(pool, src, seg + region_off(3, w),
+						REGION, HMC_POOL_G2H, 0), 0);
+			check_bytes(src, REGION, seed(0, w, t), "G2G", w, t);
+		}
+	}
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	for (t = 0; t < n; t++)
+		free(bufs[t]);
+	free(bufs);
+	free(d);
+	free(src);
+	printf("ok - rank %u: H2G, G2H, H2GH, GH2H, AUTO, G2G with %u ranks\n",
+	       me, n);
+}
+
+/* L, G2L, L2G, L2GH, GH2L on the device segment and device memory. */
+static void device_kinds(struct hmc_pool *pool)
+{
+	const size_t len = DEV_REGION;
+	uint8_t *host = malloc(len), *back = malloc(len);
+	char *dseg = hmc_pool_ptr(pool, HMC_POOL_DEVICE, me);
+	void *dev;
+	uint32_t t;
+
+	CHECK(dseg != NULL, "no device segment");
+	CHECK_RET(hmc_mem_alloc(dev_type, 0, len, &dev), 0);
+	if (!dseg || !dev)
+		return;
+	/* H2G into our device segment, G2H back. */
+	pattern_fill(host, len, seed(10, me, me));
+	CHECK_RET(hmc_pool_copy(pool, dseg + 7, host, len, HMC_POOL_H2G, 0), 0);
+	CHECK_RET(hmc_pool_copy(pool, back, dseg + 7, len, HMC_POOL_G2H, 0), 0);
+	check_bytes(back, len, seed(10, me, me), "H2G/G2H device segment", me,
+		    me);
+	/* G2L from it into device memory, L2G back to another offset. */
+	CHECK_RET(hmc_pool_copy(pool, dev, dseg + 7, len, HMC_POOL_G2L, 0), 0);
+	CHECK_RET(hmc_pool_copy(pool, dseg + 100000, dev, len, HMC_POOL_L2G, 0),
+		  0);
+	memset(back, 0, len);
+	CHECK_RET(hmc_pool_copy(pool, back, dseg + 100000, len, HMC_POOL_AUTO,
+				0), 0);
+	check_bytes(back, len, seed(10, me, me), "G2L/L2G device", me, me);
+
+	/* L2GH into every host segment, GH2L back through device memory. */
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+
+		pattern_fill(host, len, seed(11, me, t));
+		CHECK_RET(hmc_mem_copy(dev_type, 0, dev, host, len,
+				       HMC_COPY_H2D), 0);
+		CHECK_RET(hmc_pool_copy(pool, seg + region_off(4, me), dev, len,
+					t & 1 ? HMC_POOL_L2G : HMC_POOL_L2GH,
+					t & 2 ? HMC_POOL_COPY_ASYNC : 0), 0);
+		CHECK_RET(hmc_pool_wait(pool, TIMEOUT_MS), 0);
+		CHECK_RET(hmc_mem_copy(dev_type, 0, dev, back, 16,
+				       HMC_COPY_H2D), 0);	/* scribble */
+		CHECK_RET(hmc_pool_copy(pool, dev, seg + region_off(4, me), len,
+					t & 1 ? HMC_POOL_G2L : HMC_POOL_GH2L,
+					0), 0);
+		memset(back, 0, len);
+		CHECK_RET(hmc_mem_copy(dev_type, 0, back, dev, len,
+				       HMC_COPY_D2H), 0);
+		check_bytes(back, len, seed(11, me, t), "L2GH/GH2L", me, t);
+		/* G2G from our device segment to a remote host segment. */
+		CHECK_RET(hmc_pool_copy(pool, seg + region_off(5, me), dseg + 7,
+					len, HMC_POOL_G2G, 0), 0);
+		CHECK_RET(hmc_pool_copy(pool, back, seg + region_off(5, me),
+					len, HMC_POOL_G2H, 0), 0);
+		check_bytes(back, len, seed(10, me, me), "G2G device to host",
+			    me, t);
+	}
+	/* Kinds that do not match the memory. */
+	CHECK_RET(hmc_pool_copy(pool, dseg, host, len, HMC_POOL_L2G, 0),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, dseg, dev, len, HMC_POOL_H2G, 0),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, dseg, dev, len, HMC_POOL_L2GH, 0),
+		  -EINVAL);
+	if (n > 1)	/* another rank's device segment */
+		CHECK_RET(hmc_pool_copy(pool, hmc_pool_ptr(pool, HMC_POOL_DEVICE,
+							   (me + 1) % n),
+					host, 16, HMC_POOL_H2G, 0), -EOPNOTSUPP);
+	CHECK_RET(hmc_mem_free(dev_type, 0, dev), 0);
+	free(host);
+	free(back);
+	printf("ok - rank %u: device kinds on %s\n", me,
+	       hmc_mem_type_name(dev_type));
+}
+
+static void refusals(struct hmc_pool *pool)
+{
+	uint8_t buf[64] = { 0 };
+	uint32_t last = n - 1;
+	char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, last);
+	size_t size = host_size(last);
+
+	CHECK(hmc_pool_size(pool, HMC_POOL_HOST, last) == size, "size %llu",
+	      (unsigned long long)hmc_pool_size(pool, HMC_POOL_HOST, last));
+	CHECK_RET(hmc_pool_rank_of(pool, seg + size - 1), last);
+	CHECK_RET(hmc_pool_rank_of(pool, buf), -EINVAL);
+	/* Past the end, and straddling into the slot's unused part. */
+	CHECK_RET(hmc_pool_copy(pool, seg + size - 10, buf, 20, HMC_POOL_H2G,
+				0), -ERANGE);
+	CHECK_RET(hmc_pool_copy(pool, buf, seg + size, 1, HMC_POOL_G2H, 0),
+		  -ERANGE);
+	if (n > 1) {	/* straddling two ranks' slots */
+		char *first = hmc_pool_ptr(pool, HMC_POOL_HOST, 0);
+		char *second = hmc_pool_ptr(pool, HMC_POOL_HOST, 1);
+
+		CHECK_RET(hmc_pool_copy(pool, buf, second - 8, 16,
+					HMC_POOL_G2H, 0), -ERANGE);
+		CHECK_RET(hmc_pool_copy(pool, first, buf, second - first + 1,
+					HMC_POOL_H2G, 0), -ERANGE);
+	}
+	/* Local memory running into the pool's range. */
+	{
+		char *base = hmc_pool_ptr(pool, HMC_POOL_HOST, 0);
+
+		CHECK_RET(hmc_pool_copy(pool, base - 8, seg, 16, HMC_POOL_G2H,
+					0), -ERANGE);
+	}
+	/* Kinds against addresses. */
+	CHECK_RET(hmc_pool_copy(pool, buf, buf + 32, 16, HMC_POOL_H2G, 0),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, seg, seg + 32, 16, HMC_POOL_G2H, 0),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, seg, buf, 16, (enum hmc_pool_copy_kind)99,
+				0), -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, seg, buf, 16, HMC_POOL_H2G, 1U << 7),
+		  -EINVAL);
+	if (dev_type == HMC_MEM_CPU)	/* no device memory at all */
+		CHECK_RET(hmc_pool_copy(pool, seg, buf, 16, HMC_POOL_L2G, 0),
+			  -EINVAL);
+	else		/* the device part of a slot is not a host segment */
+		CHECK_RET(hmc_pool_copy(pool, hmc_pool_ptr(pool, HMC_POOL_DEVICE,
+							   me), buf, 16,
+					HMC_POOL_H2GH, 0), -EINVAL);
+	/* A batch with one bad copy runs none. */
+	{
+		uint8_t mark[16];
+		struct hmc_pool_copy_desc d[2] = {
+			{ .dst = seg + region_off(6, me), .src = mark, .len = 16 },
+			{ .dst = seg + size, .src = mark, .len = 16 },
+		};
+
+		memset(mark, 0xa5, sizeof(mark));
+		CHECK_RET(hmc_pool_copy_batch(pool, d, 2, HMC_POOL_H2G, 0),
+			  -ERANGE);
+		CHECK_RET(hmc_pool_copy(pool, buf, seg + region_off(6, me), 16,
+					HMC_POOL_G2H, 0), 0);
+		CHECK(buf[0] != 0xa5, "a refused batch ran a copy");
+	}
+	/* register_user_mem: overlap, and pool memory is not user memory. */
+	CHECK_RET(hmc_pool_register_user_mem(pool, buf, sizeof(buf),
+					     HMC_MEM_CPU), 0);
+	CHECK_RET(hmc_pool_register_user_mem(pool, buf + 8, 8, HMC_MEM_CPU),
+		  -EEXIST);
+	CHECK_RET(hmc_pool_register_user_mem(pool, seg, 8, HMC_MEM_CPU),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, seg + region_off(6, me), buf, 16,
+				HMC_POOL_AUTO, 0), 0);
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, buf), 0);
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, buf), -ENOENT);
+	printf("ok - rank %u: refusals\n", me);
+}
+
+static void control(struct hmc_pool *pool)
+{
+	uint8_t extra[HMC_POOL_EXTRA_MAX], got[HMC_POOL_EXTRA_MAX];
+	uint32_t *group = calloc(n + 1, sizeof(*group)), ng = 0, r, i;
+	uint64_t mine[2] = { me * 1000003ULL, ~(uint64_t)me }, *all;
+	size_t len = 1000 + me * 7919;
+
+	pattern_fill(extra, len, seed(20, me, 0));
+	CHECK_RET(hmc_pool_set_extra(pool, extra, len), 0);
+	CHECK_RET(hmc_pool_set_extra(pool, extra, HMC_POOL_EXTRA_MAX + 1),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	for (r = 0; r < n; r++) {
+		memset(got, 0, sizeof(got));
+		CHECK_RET(hmc_pool_get_extra(pool, r, got, sizeof(got),
+					     TIMEOUT_MS), 1000 + r * 7919);
+		check_bytes(got, 1000 + r * 7919, seed(20, r, 0), "extra", r,
+			    me);
+	}
+
+	all = calloc(n, sizeof(mine));
+	CHECK_RET(hmc_pool_allgather(pool, mine, sizeof(mine), all,
+				     TIMEOUT_MS), 0);
+	for (r = 0; r < n; r++)
+		CHECK(all[2 * r] == r * 1000003ULL && all[2 * r + 1] == ~(uint64_t)r,
+		      "allgather: rank %u's part", r);
+
+	/* Two subgroups at once: the even ranks and the odd ones. */
+	for (r = me & 1; r < n; r += 2)
+		group[ng++] = r;
+	memset(all, 0, n * sizeof(mine));
+	CHECK_RET(hmc_pool_group_allgather(pool, 100 + (me & 1), group, ng,
+					   mine, sizeof(mine), all,
+					   TIMEOUT_MS), 0);
+	for (i = 0; i < ng; i++)
+		CHECK(all[2 * i] == group[i] * 1000003ULL,
+		      "subgroup allgather: member %u", i);
+	CHECK_RET(hmc_pool_group_barrier(pool, 200, group, ng, TIMEOUT_MS), 0);
+	/* A rank without a member, a rank twice, no ranks. */
+	group[ng] = n;
+	CHECK_RET(hmc_pool_group_barrier(pool, 201, group, ng + 1, TIMEOUT_MS),
+		  -ENXIO);
+	group[ng] = me;
+	CHECK_RET(hmc_pool_group_barrier(pool, 201, group, ng + 1, TIMEOUT_MS),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_group_barrier(pool, 201, group, 0, TIMEOUT_MS),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	free(all);
+	free(group);
+	printf("ok - rank %u: extra, allgather, subgroups\n", me);
+}
+
+/* The ranks that stay through the churn, and the joiner (if @joiner < n). */
+static size_t churn_group(uint32_t *ranks, uint32_t joiner)
+{
+	size_t ng = 0;
+	uint32_t r;
+
+	for (r = 0; r + 2 < n; r++)
+		ranks[ng++] = r;
+	if (joiner < n)
+		ranks[ng++] = joiner;
+	return ng;
+}
+
+/*
+ * The leaver's second life: it joins the world again (taking a free rank),
+ * enters the pool while the survivors refresh theirs, and exchanges data
+ * with them.
+ */
+static void rejoin(void)
+{
+	uint32_t *group = calloc(n, sizeof(*group)), r;
+	uint8_t *buf = malloc(REGION);
+	struct hmc_world *world;
+	struct hmc_pool *pool;
+	char err[256] = "";
+	size_t ng;
+	int ret;
+
+	{
+		HMC_OPTS(hmc_world_opts, wo, .err_msg = err,
+			 .err_msg_len = sizeof(err));
+
+		ret = hmc_world_join(getenv("HMC_STORE"), &wo, &world);
+	}
+	CHECK(!ret, "join: %s: %s", hmc_strerror(ret), err);
+	if (ret)
+		return;
+	me = hmc_world_rank(world);
+	{
+		HMC_OPTS(hmc_pool_opts, po, .host_size = host_size(me),
+			 .timeout_ms = TIMEOUT_MS);
+
+		ret = hmc_pool_create(world, &po, &pool);
+	}
+	CHECK_RET(ret, 0);
+	if (ret)
+		return;
+	ng = churn_group(group, me);
+	for (r = 0; r + 2 < n; r++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, r);
+
+		pattern_fill(buf, REGION, seed(33, me, r));
+		CHECK_RET(hmc_pool_copy(pool, seg + region_off(2, me), buf,
+					REGION, HMC_POOL_H2G, 0), 0);
+	}
+	CHECK_RET(hmc_pool_group_barrier(pool, 310, group, ng, TIMEOUT_MS), 0);
+	for (r = 0; r + 2 < n; r++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, me);
+
+		CHECK_RET(hmc_pool_copy(pool, buf, seg + region_off(2, r),
+					REGION, HMC_POOL_G2H, 0), 0);
+		check_bytes(buf, REGION, seed(32, r, me), "into the joiner", r,
+			    me);
+	}
+	CHECK_RET(hmc_pool_group_barrier(pool, 311, group, ng, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_destroy(pool), 0);
+	CHECK_RET(hmc_world_finalize(world), 0);
+	free(buf);
+	free(group);
+	printf("ok - rank %u: joined again, the survivors see its segment\n",
+	       me);
+}
+
+/* The survivors' side of the join: refresh, then data both ways. */
+static void welcome(struct hmc_world *world, struct hmc_pool *pool)
+{
+	uint32_t *group = calloc(n, sizeof(*group)), joiner = n;
+	uint8_t *buf = malloc(REGION);
+	struct hmc_world_event ev;
+	char *seg;
+	size_t ng;
+
+	while (joiner == n &&
+	       !hmc_world_wait_event(world, &ev, TIMEOUT_MS))
+		if (ev.type == HMC_WORLD_EV_JOINED)
+			joiner = ev.rank;
+	CHECK(joiner < n, "no rank joined");
+	if (joiner >= n)
+		return;
+	CHECK_RET(hmc_pool_refresh(pool, TIMEOUT_MS), 0);
+	seg = hmc_pool_ptr(pool, HMC_POOL_HOST, joiner);
+	CHECK(seg && hmc_pool_size(pool, HMC_POOL_HOST, joiner) ==
+	      host_size(joiner), "the joiner's segment did not appear");
+	if (!seg)
+		return;
+	ng = churn_group(group, joiner);
+	pattern_fill(buf, REGION, seed(32, me, joiner));
+	CHECK_RET(hmc_pool_copy(pool, seg + region_off(2, me), buf, REGION,
+				HMC_POOL_H2G, 0), 0);
+	CHECK_RET(hmc_pool_group_barrier(pool, 310, group, ng, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_copy(pool, buf, hmc_pool_ptr(pool, HMC_POOL_HOST, me) +
+				region_off(2, joiner), REGION, HMC_POOL_G2H,
+				0), 0);
+	check_bytes(buf, REGION, seed(33, joiner, me), "from the joiner",
+		    joiner, me);
+	CHECK_RET(hmc_pool_group_barrier(pool, 311, group, ng, TIMEOUT_MS), 0);
+	free(buf);
+	free(group);
+	printf("ok - rank %u: rank %u joined, its segment appeared\n", me,
+	       joiner);
+}
+
+/*
+ * The last rank leaves, the one before dies; the others copy to both
+ * until their copies fail, then go on among themselves; the leaver joins
+ * again and the survivors take it in.
+ */
+static void churn(struct hmc_world *world, struct hmc_pool *pool)
+{
+	uint32_t leaver = n - 1, victim = n - 2, r, ng;
+	uint32_t *survivors = calloc(n, sizeof(*survivors));
+	char **segs = calloc(n, sizeof(*segs));
+	uint8_t *buf = malloc(REGION);
+	int ret, i;
+
+	ng = (uint32_t)churn_group(survivors, n);
+	/* Global addresses stay what they were; only the copies fail. */
+	for (r = 0; r < n; r++)
+		segs[r] = hmc_pool_ptr(pool, HMC_POOL_HOST, r);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	if (me == leaver) {
+		usleep(200 * 1000);
+		CHECK_RET(hmc_pool_destroy(pool), 0);
+		CHECK_RET(hmc_world_finalize(world), 0);
+		printf("ok - rank %u left\n", me);
+		usleep(500 * 1000);	/* the others see it go first */
+		rejoin();
+		goto out;
+	}
+	if (me == victim) {
+		usleep(300 * 1000);
+		raise(SIGKILL);
+	}
+	/* Copies to both run until each fails; it must fail cleanly. */
+	for (r = victim; r <= leaver; r++) {
+		char *seg = segs[r];
+
+		pattern_fill(buf, REGION, seed(30, me, r));
+		ret = 0;
+		for (i = 0; i < 100000 && !ret; i++) {
+			ret = hmc_pool_copy(pool, seg + region_off(0, me), buf,
+					    REGION, HMC_POOL_H2G,
+					    i & 1 ? HMC_POOL_COPY_ASYNC : 0);
+			if (!ret && (i & 1))
+				ret = hmc_pool_wait(pool, TIMEOUT_MS);
+			if (!ret)
+				ret = hmc_pool_copy(pool, buf,
+						    seg + region_off(0, me),
+						    REGION, HMC_POOL_G2H, 0);
+			if (!ret)
+				check_bytes(buf, REGION, seed(30, me, r),
+					    "before the churn", me, r);
+		}
+		CHECK(ret == -ECONNRESET || ret == -EPIPE || ret == -ENOTCONN,
+		      "copy to rank %u after it went: %d (%s)", r, ret,
+		      hmc_strerror(ret));
+		CHECK_RET(hmc_pool_copy(pool, buf, seg, 16, HMC_POOL_G2H, 0),
+			  -ECONNRESET);
+		CHECK(hmc_pool_ptr(pool, HMC_POOL_HOST, r) == NULL,
+		      "rank %u's segment is still there", r);
+	}
+	/* The survivors still copy among themselves. */
+	CHECK_RET(hmc_pool_group_barrier(pool, 300, survivors, ng, TIMEOUT_MS),
+		  0);
+	for (r = 0; r < ng; r++) {
+		pattern_fill(buf, REGION, seed(31, me, r));
+		CHECK_RET(hmc_pool_copy(pool, segs[r] + region_off(1, me), buf,
+					REGION, HMC_POOL_H2G, 0), 0);
+	}
+	CHECK_RET(hmc_pool_group_barrier(pool, 301, survivors, ng, TIMEOUT_MS),
+		  0);
+	for (r = 0; r < ng; r++) {
+		CHECK_RET(hmc_pool_copy(pool, buf, segs[me] + region_off(1, r),
+					REGION, HMC_POOL_G2H, 0), 0);
+		check_bytes(buf, REGION, seed(31, r, me), "after the churn", r,
+			    me);
+	}
+	printf("ok - rank %u: leave and SIGKILL seen as -ECONNRESET\n", me);
+	welcome(world, pool);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_destroy(pool), 0);
+	/* The world lost a member: finalize must still end, in time. */
+	hmc_world_finalize(world);
+out:
+	free(buf);
+	free(segs);
+	free(survivors);
+}
+
+/* With HMC_GPU_MOCK=1: the mock runtime saw no misuse and no leak. */
+static void check_mock(void)
+{
+	static const char *const libs[] = {
+		[HMC_MEM_CUDA] = "libcuda.so.1", [HMC_MEM_ROCM] = "libamdhip64.so",
+		[HMC_MEM_ASCEND] = "libascendcl.so", [HMC_MEM_CNRT] = "libcnrt.so",
+		[HMC_MEM_MUSA] = "libmusart.so",
+	};
+	const char *env = getenv("HMC_GPU_MOCK");
+	int (*report)(char *msg, size_t len);
+	char msg[256] = "";
+	void *h;
+
+	if (dev_type == HMC_MEM_CPU || !env || strcmp(env, "1"))
+		return;
+	h = dlopen(libs[dev_type], RTLD_NOW | RTLD_NOLOAD);
+	*(void **)&report = h ? dlsym(h, "mock_report") : NULL;
+	CHECK(report, "%s is not the mock runtime", libs[dev_type]);
+	if (report)
+		CHECK(!report(msg, sizeof(msg)), "mock %s: %s",
+		      libs[dev_type], msg);
+}
+
+int main(int argc, char **argv)
+{
+	bool churn_mode = false;
+	struct hmc_world *world;
+	struct hmc_pool *pool;
+	char err[256] = "";
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "d:m:M")) != -1) {
+		if (opt == 'd') {
+			for (dev_type = HMC_MEM_CUDA;
+			     strcmp(hmc_mem_type_name(dev_type), optarg);
+			     dev_type++)
+				if (!strcmp(hmc_mem_type_name(dev_type),
+					    "unknown"))
+					return 2;
+		} else if (opt == 'm' && !strcmp(optarg, "churn")) {
+			churn_mode = true;
+		} else if (opt == 'M') {
+			expect_mapped = true;
+		} else {
+			return 2;
+		}
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	{
+		HMC_OPTS(hmc_world_opts, wo, .err_msg = err,
+			 .err_msg_len = sizeof(err));
+
+		ret = hmc_world_init(&wo, &world);
+	}
+	if (ret) {
+		printf("not ok - world: %s: %s\n", hmc_strerror(ret), err);
+		return 1;
+	}
+	me = hmc_world_rank(world);
+	n = hmc_world_size(world);
+	{
+		HMC_OPTS(hmc_pool_opts, po, .host_size = host_size(me),
+			 .device_size = dev_size(me), .device_type = dev_type,
+			 .device_id = 0, .timeout_ms = TIMEOUT_MS);
+
+		ret = hmc_pool_create(world, &po, &pool);
+	}
+	CHECK_RET(ret, 0);
+	if (ret)
+		return 1;
+	if (churn_mode) {
+		churn(world, pool);
+		return failures ? 1 : 0;
+	}
+	for (uint32_t r = 0; r < n; r++) {
+		CHECK(hmc_pool_size(pool, HMC_POOL_HOST, r) == host_size(r),
+		      "rank %u's host size", r);
+		CHECK(hmc_pool_size(pool, HMC_POOL_DEVICE, r) == dev_size(r),
+		      "rank %u's device size", r);
+		CHECK_RET(hmc_pool_rank_of(pool, hmc_pool_ptr(pool,
+					   HMC_POOL_HOST, r)), r);
+	}
+	host_kinds(pool);
+	if (dev_type != HMC_MEM_CPU)
+		device_kinds(pool);
+	refusals(pool);
+	control(pool);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_destroy(pool), 0);
+	check_mock();
+	CHECK_RET(hmc_world_finalize(world), 0);
+	printf("%s - rank %u: %d checks, %d failed\n",
+	       failures ? "not ok" : "ok", me, checks, failures);
+	return failures ? 1 : 0;
+}
