@@ -290,3 +290,7 @@ void shmem_info_get_name(char *name)
 {
 	snprintf(name, SHMEM_MAX_NAME_LEN, "%s", SHMEM_VENDOR_STRING);
 }
+
+void shmem_pcontrol(const int level, ...)
+{
+}
