@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hmc/world.h>
@@ -147,6 +148,14 @@ int shmem_init_thread(int requested, int *provided)
 	if (provided)
 		*provided = shm.thread_level;
 	return 0;
+}
+
+double shmemx_wtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int shmemx_get_uniqueid(shmemx_uniqueid_t *uid)
