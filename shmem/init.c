@@ -102,19 +102,20 @@ static void print_info(size_t heap)
 }
 
 /* Start-up shared by shmem_init_thread() and shmemx_init_attr(). */
-static int init(const shmemx_init_attr_t *attr, unsigned int flags)
+static int init(const shmemx_init_attr_t *attr, unsigned int flags,
+		char *why, size_t why_len)
 {
 	size_t heap;
 	int err;
 
-	err = shm_boot_init(attr, flags, &shm.me, &shm.npes);
+	err = shm_boot_init(attr, flags, &shm.me, &shm.npes, why, why_len);
 	if (err)
 		return err;
 	heap = heap_size();
 	err = shm_seg_init(heap);
 	if (err) {
-		fprintf(stderr, "shmem: PE %d: symmetric segments: %s\n", shm.me,
-			strerror(-err));
+		snprintf(why, why_len, "PE %d: symmetric segments: %s", shm.me,
+			 strerror(-err));
 		shm_boot_fini();
 		return err;
 	}
@@ -140,10 +141,12 @@ int shmem_init_thread(int requested, int *provided)
 	if (shm.finalized)
 		shm_fatal("shmem_init", "the library cannot be initialised again after shmem_finalize");
 	if (!shm.initialized) {
-		err = init(NULL, 0);
+		char why[256];
+
+		err = init(NULL, 0, why, sizeof(why));
 		if (err)
 			shm_fatal("shmem_init", "start-up failed: %s",
-				  strerror(-err));
+				  why[0] ? why : strerror(-err));
 	}
 	if (provided)
 		*provided = shm.thread_level;
@@ -189,6 +192,8 @@ int shmemx_init_attr(unsigned int flags, shmemx_init_attr_t *attr)
 	unsigned int how = flags & (SHMEMX_INIT_WITH_WORLD |
 				    SHMEMX_INIT_WITH_UNIQUEID);
 	const char *bad = NULL;
+	char why[256];
+	int err;
 
 	if (flags != how || how == (SHMEMX_INIT_WITH_WORLD |
 				    SHMEMX_INIT_WITH_UNIQUEID))
@@ -214,7 +219,11 @@ int shmemx_init_attr(unsigned int flags, shmemx_init_attr_t *attr)
 	}
 	if (shm.initialized)
 		return 0;
-	return init(attr, how);
+	err = init(attr, how, why, sizeof(why));
+	if (err)
+		fprintf(stderr, "shmem: shmemx_init_attr: start-up failed: %s\n",
+			why[0] ? why : strerror(-err));
+	return err;
 }
 
 void shmem_init(void)

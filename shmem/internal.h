@@ -110,8 +110,9 @@ extern struct shm_state shm;
 
 /* boot.c */
 #define SHM_BOOT_MAX_PES	4096
+/* On failure, @why (if it got one) says why in words. */
 int shm_boot_init(const shmemx_init_attr_t *attr, unsigned int flags,
-		  int *rank, int *size);
+		  int *rank, int *size, char *why, size_t why_len);
 int shm_boot_allgather(const void *mine, size_t len, void *all);
 void shm_boot_fini(void);
 

@@ -91,4 +91,21 @@ expect_fail kill 137 '^hmcrun: rank 2 (pid [0-9]*) killed by signal 9 (Killed); 
 expect_fail exit 3 '^hmcrun: rank 2 (pid [0-9]*) exited with status 3; stopping the others$'
 # global_exit(0): the launcher would wait for the others; we end them.
 expect_fail exit0 143 '^hmcrun: rank [01] (pid [0-9]*) killed by signal 15 (Terminated); stopping the others$'
+
+# A PE that never comes: start-up fails at the world's deadline with one
+# line that names the missing rank, never a hang.
+set +e
+HMC_BOOTSTRAP=store HMC_STORE=tcp://127.0.0.1:$((20000 + $$ % 20000)) \
+	HMC_WORLD_SIZE=2 HMC_RANK=0 HMC_WORLD_TIMEOUT=2000 \
+	timeout 30 "$O/tests/shmem/test_setup" >"$tmp/out" 2>&1
+rc=$?
+set -e
+if [ "$rc" = 1 ] && [ "$(wc -l <"$tmp/out")" = 1 ] &&
+   grep -q '^shmem: shmem_init: start-up failed: .*never joined: 1' "$tmp/out"; then
+	echo "ok   a PE that never comes fails start-up in one line (status 1)"
+else
+	echo "FAIL a PE that never comes: status $rc:"
+	cat "$tmp/out"
+	fail=1
+fi
 [ "$fail" = 0 ]
