@@ -112,10 +112,12 @@ static int init(const shmemx_init_attr_t *attr, unsigned int flags,
 	if (err)
 		return err;
 	heap = heap_size();
-	err = shm_seg_init(heap);
+	why[0] = '\0';
+	err = shm_seg_init(heap, why, why_len);
 	if (err) {
-		snprintf(why, why_len, "PE %d: symmetric segments: %s", shm.me,
-			 strerror(-err));
+		if (!why[0])
+			snprintf(why, why_len, "symmetric segments: %s",
+				 strerror(-err));
 		shm_boot_fini();
 		return err;
 	}

@@ -108,4 +108,32 @@ else
 	cat "$tmp/out"
 	fail=1
 fi
+
+# A PE in another pid namespace (as on another host, its pid names another
+# process here): start-up refuses it in one line instead of mapping the
+# memory of whatever process has that pid. Needs unshare(CLONE_NEWPID).
+if unshare --pid --fork true 2>/dev/null; then
+	export HMC_BOOTSTRAP=store HMC_WORLD_SIZE=2 HMC_WORLD_TIMEOUT=10000
+	export HMC_STORE=tcp://127.0.0.1:$((20001 + $$ % 20000))
+	set +e
+	HMC_RANK=0 timeout 30 "$O/tests/shmem/test_setup" >"$tmp/r0" 2>&1 &
+	HMC_RANK=1 timeout 30 unshare --pid --fork "$O/tests/shmem/test_setup" \
+		>"$tmp/r1" 2>&1
+	rc1=$?
+	wait $!
+	rc0=$?
+	set -e
+	unset HMC_BOOTSTRAP HMC_WORLD_SIZE HMC_WORLD_TIMEOUT HMC_STORE
+	if [ "$rc0$rc1" = 11 ] &&
+	   [ "$(cat "$tmp/r0" "$tmp/r1" | grep -c 'start-up failed: PE [01] runs on another host or in another pid namespace')" = 2 ] &&
+	   [ "$(cat "$tmp/r0" "$tmp/r1" | wc -l)" = 2 ]; then
+		echo "ok   a PE in another pid namespace is refused at start-up"
+	else
+		echo "FAIL a PE in another pid namespace: status $rc0 and $rc1:"
+		cat "$tmp/r0" "$tmp/r1"
+		fail=1
+	fi
+else
+	echo "SKIP a PE in another pid namespace (unshare --pid needs root)"
+fi
 [ "$fail" = 0 ]

@@ -14,14 +14,14 @@ $(SHMEMX_TEST): tests/shmem/shmemx_init.c tests/shmem/check.h $(SHMEM_SO) \
 	@mkdir -p $(@D)
 	$(CC) -Iinclude/hmc-shmem -Iinclude $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
 		-L$(O)/shmem -L$(O)/lib \
-		-Wl,-rpath,$(CURDIR)/$(O)/shmem:$(CURDIR)/$(O)/lib \
+		-Wl,-rpath,$(abspath $(O))/shmem:$(abspath $(O))/lib \
 		-lhmc_shmem -lhmc
 
 $(O)/tests/shmem/%: tests/shmem/%.c tests/shmem/check.h $(SHMEM_SO) \
 		$(O)/shmem/libhmc_shmem.so $(SHMEM_HDRS)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude/hmc-shmem $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
-		-L$(O)/shmem -Wl,-rpath,$(CURDIR)/$(O)/shmem -lhmc_shmem
+		-L$(O)/shmem -Wl,-rpath,$(abspath $(O))/shmem -lhmc_shmem
 
 .PHONY: shmem-test
 _test: shmem-test
@@ -43,7 +43,7 @@ $(SHMEM_BENCH): tests/bench/shmem_bench.c $(SHMEM_SO) $(O)/shmem/libhmc_shmem.so
 		$(SHMEM_HDRS)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude/hmc-shmem $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
-		-L$(O)/shmem -Wl,-rpath,$(CURDIR)/$(O)/shmem -lhmc_shmem
+		-L$(O)/shmem -Wl,-rpath,$(abspath $(O))/shmem -lhmc_shmem
 
 $(SHMEM_BENCH_OMPI): tests/bench/shmem_bench.c
 	@mkdir -p $(@D)
