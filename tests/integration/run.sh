@@ -127,9 +127,15 @@ case_run lifetime-churn-posix 150 "${posix[@]}" "${uaf[@]}" -- \
 	"$bin/test_lifetime" churn -t 60 -d 200 -N lifetime-churn-posix
 case_run lifetime-churn-shm 150 HMC_TEST_TRANSPORT=shm "${uaf[@]}" -- \
 	"$bin/test_lifetime" churn -t 60 -d 200 -N lifetime-churn-shm
+case_run lifetime-race-xtcp 120 HMC_TEST_TRANSPORT=tcp "${uaf[@]}" -- \
+	"$bin/test_lifetime" race -t 10 -N lifetime-race-xtcp
+case_run lifetime-churn-xtcp 150 HMC_TEST_TRANSPORT=tcp "${uaf[@]}" -- \
+	"$bin/test_lifetime" churn -t 60 -d 200 -N lifetime-churn-xtcp
 # issue 15's defect 3 with the defaults (the program unsets UCX_TLS): a
 # listener serving a good client while 120 dialers die at random moments
 case_run kills 180 -- "$bin/test_kills" -n 120 -N kills
+# ... and between hosts (control over TCP): AUTO takes libhmc's tcp
+case_run kills-ctrl-tcp 180 -- "$bin/test_kills" -n 120 -C tcp -N kills-ctrl-tcp
 if [ -x "$here/netns.sh" ]; then
 	case_run multihost 150 -- "$here/netns.sh" "$bin/test_comm"
 	# one host, three network namespaces: AUTO still finds shm

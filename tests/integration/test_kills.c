@@ -20,9 +20,12 @@
  * sees one wrong byte or a failed call, or if a dead dialer stays a peer.
  *
  *   test_kills [-n DIALERS] [-c CONCURRENT] [-N NAME] [-t SECONDS] [-x ucx]
+ *              [-C tcp]
  *
  * -x ucx runs it all over UCX instead, to see the test catch what AUTO
- * avoids (UCX's emulated RMA aborting the listener).
+ * avoids (UCX's emulated RMA aborting the listener). -C tcp keeps the
+ * defaults but sends control over TCP, as between hosts: AUTO then
+ * settles on libhmc's tcp transport.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -325,6 +328,7 @@ int main(int argc, char **argv)
 	int ndialers = 120, concurrent = 4, timeout_s = 150, opt;
 	int port_pipe[2], stop_pipe[2], up_pipe[2], live = 0, started = 0;
 	int streaming = 0, i;
+	bool ctrl_tcp = false;
 	char ups[64];
 	ssize_t n;
 	pid_t lpid, cpid, pids[64];
@@ -334,8 +338,11 @@ int main(int argc, char **argv)
 	struct rng r;
 	uint16_t port;
 
-	while ((opt = getopt(argc, argv, "n:c:N:t:x:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:c:N:t:x:C:")) != -1) {
 		switch (opt) {
+		case 'C':
+			ctrl_tcp = !strcmp(optarg, "tcp");
+			break;
 		case 'x':	/* to see the test fail where a transport fails */
 			transport = strcmp(optarg, "ucx") ? HMC_TRANSPORT_AUTO :
 							    HMC_TRANSPORT_UCX;
@@ -359,6 +366,8 @@ int main(int argc, char **argv)
 	unsetenv("UCX_NET_DEVICES");
 	unsetenv("HMC_CTRL_TRANSPORT");
 	unsetenv("HMC_SECRET");
+	if (ctrl_tcp)
+		setenv("HMC_CTRL_TRANSPORT", "tcp", 1);
 	itest_prefix("%s: ", name);
 	rng_seed(&r, (uint64_t)time(NULL), (uint64_t)getpid(), 7, 11);
 

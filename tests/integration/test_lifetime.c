@@ -470,6 +470,12 @@ static int rc_op(struct worker *w, enum rc_kind kind, int s, uint64_t seed)
 		data_fill(r->bp, off, len, seed);
 		data_unlike(r->ap, off, len, seed, off);
 		rc = hmc_comm_put_signal(r->b, 0, off, off, len, seed);
+		/*
+		 * Like a put, it completes once our range may be reused
+		 * (over tcp, before the bytes land): flush for visibility.
+		 */
+		if (!rc)
+			rc = hmc_comm_flush(r->b, 0);
 		if (rc)
 			return rc == -ENOTCONN ? 1 : 2;
 		return data_check(r->ap, off, len, seed, off, "race put_signal") ?
