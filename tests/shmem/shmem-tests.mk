@@ -36,6 +36,8 @@ shmem-test: $(SHMEM_TESTS) $(SHMEMX_TEST) $(OSHRUN) $(OSHCC)
 SHMEM_BENCH	:= $(O)/tests/bench/shmem_bench_hmc
 SHMEM_BENCH_OMPI := $(O)/tests/bench/shmem_bench_ompi
 MPI_COLL	:= $(O)/tests/bench/mpi_coll
+# Open MPI's by path: an installed libhmc_shmem's oshcc may come first in PATH.
+OMPI_OSHCC	?= /usr/bin/oshcc
 
 all: $(SHMEM_BENCH)
 
@@ -47,7 +49,7 @@ $(SHMEM_BENCH): tests/bench/shmem_bench.c $(SHMEM_SO) $(O)/shmem/libhmc_shmem.so
 
 $(SHMEM_BENCH_OMPI): tests/bench/shmem_bench.c
 	@mkdir -p $(@D)
-	oshcc $(HMC_CFLAGS) $(CFLAGS) $< -o $@
+	$(OMPI_OSHCC) $(HMC_CFLAGS) $(CFLAGS) $< -o $@
 
 $(MPI_COLL): tests/bench/mpi_coll.c
 	@mkdir -p $(@D)
