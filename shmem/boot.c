@@ -51,19 +51,23 @@ static int world_rank_size(int *rank, int *size)
 }
 
 int shm_boot_init(const shmemx_init_attr_t *attr, unsigned int flags,
-		  int *rank, int *size)
+		  int *rank, int *size, char *why, size_t why_len)
 {
 	struct hmc_world_opts opts = { .sz = sizeof(opts) };
-	char why[256] = "";
 	int err;
 
+	why[0] = '\0';
 	if (flags & SHMEMX_INIT_WITH_WORLD) {
 		world = attr->world;
 		own_world = false;
-		return world_rank_size(rank, size);
+		err = world_rank_size(rank, size);
+		if (err)
+			snprintf(why, why_len, "the world has %u ranks (1 to %d)",
+				 hmc_world_size(world), SHM_BOOT_MAX_PES);
+		return err;
 	}
 	opts.err_msg = why;
-	opts.err_msg_len = sizeof(why);
+	opts.err_msg_len = why_len;
 	if (flags & SHMEMX_INIT_WITH_UNIQUEID) {
 		opts.bootstrap = HMC_WORLD_BOOT_UID;
 		opts.uid = (const struct hmc_world_uid *)attr->uid;
@@ -80,15 +84,16 @@ int shm_boot_init(const shmemx_init_attr_t *attr, unsigned int flags,
 		return 0;
 	}
 	if (err) {
-		fprintf(stderr, "shmem: start-up: %s\n",
-			why[0] ? why : strerror(-err));
 		world = NULL;
 		return err;
 	}
 	own_world = true;
 	err = world_rank_size(rank, size);
-	if (err)
+	if (err) {
+		snprintf(why, why_len, "the world has %u ranks (1 to %d)",
+			 hmc_world_size(world), SHM_BOOT_MAX_PES);
 		shm_boot_fini();
+	}
 	return err;
 }
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hmc/world.h>
@@ -101,19 +102,22 @@ static void print_info(size_t heap)
 }
 
 /* Start-up shared by shmem_init_thread() and shmemx_init_attr(). */
-static int init(const shmemx_init_attr_t *attr, unsigned int flags)
+static int init(const shmemx_init_attr_t *attr, unsigned int flags,
+		char *why, size_t why_len)
 {
 	size_t heap;
 	int err;
 
-	err = shm_boot_init(attr, flags, &shm.me, &shm.npes);
+	err = shm_boot_init(attr, flags, &shm.me, &shm.npes, why, why_len);
 	if (err)
 		return err;
 	heap = heap_size();
-	err = shm_seg_init(heap);
+	why[0] = '\0';
+	err = shm_seg_init(heap, why, why_len);
 	if (err) {
-		fprintf(stderr, "shmem: PE %d: symmetric segments: %s\n", shm.me,
-			strerror(-err));
+		if (!why[0])
+			snprintf(why, why_len, "symmetric segments: %s",
+				 strerror(-err));
 		shm_boot_fini();
 		return err;
 	}
@@ -139,14 +143,24 @@ int shmem_init_thread(int requested, int *provided)
 	if (shm.finalized)
 		shm_fatal("shmem_init", "the library cannot be initialised again after shmem_finalize");
 	if (!shm.initialized) {
-		err = init(NULL, 0);
+		char why[256];
+
+		err = init(NULL, 0, why, sizeof(why));
 		if (err)
 			shm_fatal("shmem_init", "start-up failed: %s",
-				  strerror(-err));
+				  why[0] ? why : strerror(-err));
 	}
 	if (provided)
 		*provided = shm.thread_level;
 	return 0;
+}
+
+double shmemx_wtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int shmemx_get_uniqueid(shmemx_uniqueid_t *uid)
@@ -180,6 +194,8 @@ int shmemx_init_attr(unsigned int flags, shmemx_init_attr_t *attr)
 	unsigned int how = flags & (SHMEMX_INIT_WITH_WORLD |
 				    SHMEMX_INIT_WITH_UNIQUEID);
 	const char *bad = NULL;
+	char why[256];
+	int err;
 
 	if (flags != how || how == (SHMEMX_INIT_WITH_WORLD |
 				    SHMEMX_INIT_WITH_UNIQUEID))
@@ -205,7 +221,11 @@ int shmemx_init_attr(unsigned int flags, shmemx_init_attr_t *attr)
 	}
 	if (shm.initialized)
 		return 0;
-	return init(attr, how);
+	err = init(attr, how, why, sizeof(why));
+	if (err)
+		fprintf(stderr, "shmem: shmemx_init_attr: start-up failed: %s\n",
+			why[0] ? why : strerror(-err));
+	return err;
 }
 
 void shmem_init(void)
@@ -289,4 +309,8 @@ void shmem_info_get_version(int *major, int *minor)
 void shmem_info_get_name(char *name)
 {
 	snprintf(name, SHMEM_MAX_NAME_LEN, "%s", SHMEM_VENDOR_STRING);
+}
+
+void shmem_pcontrol(const int level, ...)
+{
 }

@@ -53,6 +53,10 @@ struct shm_seg {
 
 /* What each PE publishes at start-up. */
 struct shm_peer_info {
+	/* Where @pid means this process: the kernel's boot id and our pid
+	 * namespace. PEs that differ in either cannot map each other. */
+	char boot_id[40];
+	uint64_t pid_ns;
 	int32_t pid;
 	int32_t heap_fd;
 	uint64_t heap_len;
@@ -110,8 +114,9 @@ extern struct shm_state shm;
 
 /* boot.c */
 #define SHM_BOOT_MAX_PES	4096
+/* On failure, @why (if it got one) says why in words. */
 int shm_boot_init(const shmemx_init_attr_t *attr, unsigned int flags,
-		  int *rank, int *size);
+		  int *rank, int *size, char *why, size_t why_len);
 int shm_boot_allgather(const void *mine, size_t len, void *all);
 void shm_boot_fini(void);
 
@@ -119,7 +124,8 @@ void shm_boot_fini(void);
 void shm_seg_signal_peers(int sig);
 
 /* seg.c */
-int shm_seg_init(size_t heap_size);
+/* On failure, @why (if it got one) says why in words. */
+int shm_seg_init(size_t heap_size, char *why, size_t why_len);
 void shm_seg_fini(void);
 /* The address of @addr's copy on @pe, or NULL if @addr is not symmetric. */
 void *shm_peer_addr(const void *addr, int pe);

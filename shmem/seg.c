@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -153,11 +154,11 @@ static void *map_peer(pid_t pid, int fd, size_t len)
 	return m == MAP_FAILED ? NULL : m;
 }
 
-static int map_peers(const struct shm_peer_info *all)
+static int map_peers(const struct shm_peer_info *all, char *why, size_t why_len)
 {
 	const struct shm_peer_info *mine = &all[shm.me];
 	unsigned int s;
-	int pe;
+	int pe, err;
 
 	shm.peer_heap = calloc((size_t)shm.npes, sizeof(*shm.peer_heap));
 	if (!shm.peer_heap)
@@ -173,10 +174,16 @@ static int map_peers(const struct shm_peer_info *all)
 	for (pe = 0; pe < shm.npes; pe++) {
 		const struct shm_peer_info *p = &all[pe];
 
+		/* Another kernel's or pid namespace's pid names another process. */
+		if (strcmp(p->boot_id, mine->boot_id) || p->pid_ns != mine->pid_ns) {
+			snprintf(why, why_len, "PE %d runs on another host or in another pid namespace; libhmc_shmem reaches the PEs of one host only",
+				 pe);
+			return -EXDEV;
+		}
 		peer_pid[pe] = p->pid;
 		if (p->heap_len != mine->heap_len || p->ndata != mine->ndata) {
-			fprintf(stderr, "shmem: PE %d: start-up: PE %d has another symmetric heap size or executable\n",
-				shm.me, pe);
+			snprintf(why, why_len, "PE %d has another symmetric heap size or executable",
+				 pe);
 			return -EINVAL;
 		}
 		if (pe == shm.me) {
@@ -191,8 +198,8 @@ static int map_peers(const struct shm_peer_info *all)
 			goto err_map;
 		for (s = 0; s < shm.ndata; s++) {
 			if (p->data_len[s] != mine->data_len[s]) {
-				fprintf(stderr, "shmem: PE %d: start-up: PE %d runs another executable\n",
-					shm.me, pe);
+				snprintf(why, why_len, "PE %d runs another executable",
+					 pe);
 				return -EINVAL;
 			}
 			shm.peer_data[s][pe] = map_peer(p->pid, p->data_fd[s],
@@ -204,9 +211,30 @@ static int map_peers(const struct shm_peer_info *all)
 	return 0;
 
 err_map:
-	fprintf(stderr, "shmem: PE %d: start-up: cannot map the memory of PE %d (pid %d): %s\n",
-		shm.me, pe, (int)all[pe].pid, strerror(errno));
-	return -errno ? -errno : -EIO;
+	err = errno ? errno : EIO;
+	snprintf(why, why_len, "cannot map the memory of PE %d (pid %d): %s",
+		 pe, (int)all[pe].pid, strerror(err));
+	return -err;
+}
+
+/* The kernel we run on and the pid namespace our pid is valid in. */
+static int host_identity(struct shm_peer_info *info)
+{
+	struct stat st;
+	FILE *f;
+	int ok;
+
+	f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (!f)
+		return -errno;
+	ok = fgets(info->boot_id, sizeof(info->boot_id), f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -EIO;
+	if (stat("/proc/self/ns/pid", &st))
+		return -errno;
+	info->pid_ns = (uint64_t)st.st_ino;
+	return 0;
 }
 
 void shm_seg_signal_peers(int sig)
@@ -218,7 +246,7 @@ void shm_seg_signal_peers(int sig)
 			kill(peer_pid[pe], sig);
 }
 
-int shm_seg_init(size_t heap_size)
+int shm_seg_init(size_t heap_size, char *why, size_t why_len)
 {
 	struct shm_peer_info info = { 0 }, *all;
 	struct phdr_scan scan = { 0 };
@@ -244,6 +272,9 @@ int shm_seg_init(size_t heap_size)
 		return err;
 	}
 	shm.heap.base = (uintptr_t)m;
+	err = host_identity(&info);
+	if (err)
+		return err;
 	info.pid = getpid();
 	info.heap_fd = fd;
 	info.heap_len = shm.heap.len;
@@ -264,7 +295,7 @@ int shm_seg_init(size_t heap_size)
 		return -ENOMEM;
 	err = shm_boot_allgather(&info, sizeof(info), all);
 	if (!err)
-		err = map_peers(all);
+		err = map_peers(all, why, why_len);
 	free(all);
 	return err;
 }

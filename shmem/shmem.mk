@@ -45,14 +45,14 @@ $(O)/shmem/libhmc_shmem.so: $(SHMEM_SO)
 
 $(OSHRUN): shmem/oshrun.in shmem/shmem.mk $(O)/tools/hmcrun
 	@mkdir -p $(@D)
-	sed -e 's|@HMCRUN@|$(CURDIR)/$(O)/tools/hmcrun|' $< > $@
+	sed -e 's|@HMCRUN@|$(abspath $(O))/tools/hmcrun|' $< > $@
 	chmod +x $@
 
 # The build tree's oshcc uses the build tree; install writes one for PREFIX.
 $(OSHCC): shmem/oshcc.in shmem/shmem.mk
 	@mkdir -p $(@D)
 	sed -e 's|@INCDIR@|$(CURDIR)/include/hmc-shmem|' \
-		-e "s|@LIBDIR@|$(CURDIR)/$(O)/shmem|g" $< > $@
+		-e "s|@LIBDIR@|$(abspath $(O))/shmem|g" $< > $@
 	chmod +x $@
 
 $(SHMEM_PC): shmem/hmc-shmem.pc.in shmem/shmem.mk

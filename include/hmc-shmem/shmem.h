@@ -184,6 +184,9 @@ void *shmem_ptr(const void *dest, int pe);
 void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
 void shmem_info_get_version(int *major, int *minor);
 void shmem_info_get_name(char *name);
+/* Profiling control: no profiling library is attached, so every level
+ * (0 off, 1 on, others implementation-defined) is accepted and ignored. */
+void shmem_pcontrol(const int level, ...);
 
 /* ----------------------------------------------------------------------
  * Memory management.

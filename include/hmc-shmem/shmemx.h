@@ -62,6 +62,10 @@ int shmemx_set_attr_uniqueid_args(int rank, int nranks,
 				  shmemx_init_attr_t *attr);
 int shmemx_init_attr(unsigned int flags, shmemx_init_attr_t *attr);
 
+/* Seconds on a monotonic clock (SOS's and Cray's extension; their test
+ * suites time with it). */
+double shmemx_wtime(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,7 @@
 # oshrun and mpirun), all with more PEs than this machine may have CPUs.
 #
 #   put_lat_8B       putmem 8 B + quiet, ping-pong through wait_until (one-way)
-#   put_bw_1MiB      putmem 1 MiB back to back, quiet at the end
+#   put_bw_1MiB      putmem 1 MiB back to back, quiet at the end (best batch)
 #   fadd_lat         blocking long fetch-and-add on the peer
 #   barrier_4pe      barrier_all
 #   sum_reduce_*     long_sum_to_all of 8 B and 1 MiB
@@ -33,13 +33,15 @@ BENCH_HMC=$O/tests/bench/shmem_bench_hmc
 BENCH_OMPI=$O/tests/bench/shmem_bench_ompi
 MPI_COLL=$O/tests/bench/mpi_coll
 OMPI_FLAGS="--allow-run-as-root --oversubscribe"
+# Open MPI's by path: an installed libhmc_shmem's oshrun may come first in PATH.
+OMPI_OSHRUN=${OMPI_OSHRUN:-/usr/bin/oshrun}
 
 die() { echo "bench: $*" >&2; exit 1; }
 
 for f in "$OURS_RUN" "$BENCH_HMC" "$BENCH_OMPI" "$MPI_COLL"; do
 	[ -x "$f" ] || die "$f not built"
 done
-command -v oshrun >/dev/null || die "Open MPI's oshrun not found (package openmpi-bin)"
+[ -x "$OMPI_OSHRUN" ] || die "Open MPI's $OMPI_OSHRUN not found (package openmpi-bin)"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -61,7 +63,7 @@ ours() {	# ours NPES MODE
 
 ompi() {	# ompi NPES MODE: status ignored (see above)
 	# shellcheck disable=SC2086
-	timeout 120 oshrun $OMPI_FLAGS -np "$1" "$BENCH_OMPI" "$2" \
+	timeout 120 "$OMPI_OSHRUN" $OMPI_FLAGS -np "$1" "$BENCH_OMPI" "$2" \
 		>"$tmp/ompi.$2" 2>&1 || true
 }
 
@@ -99,7 +101,7 @@ while [ $i -lt "$REPS" ]; do
 	i=$((i + 1))
 done
 
-echo "== OpenSHMEM: libhmc_shmem vs $(oshrun --version 2>&1 | head -n 1) (OSHMEM, default UCX spml), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== OpenSHMEM: libhmc_shmem vs $("$OMPI_OSHRUN" --version 2>&1 | head -n 1) (OSHMEM, default UCX spml), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$REPS runs each (median of pair ratios), tools alternating; latencies one-way us, MB/s = 10^6 B/s"
 OURS=libhmc_shmem
 RATIOS=""

@@ -10,9 +10,11 @@
  *
  * Each result is printed as `RESULT <name> <value> <unit>` and flushed
  * before shmem_finalize: Open MPI's OSHMEM on Debian 12 dies inside
- * shmem_finalize. Every measurement runs BATCHES batches and reports the
- * median batch, so one descheduled stretch on a shared machine does not
- * decide it. Collective times are the slowest PE's (a PE that returns
+ * shmem_finalize. Every time is measured over BATCHES batches and the
+ * median batch is reported, so one descheduled stretch on a shared
+ * machine does not decide it. Bandwidth is the best of BW_BATCHES short
+ * batches: a batch during which another process took the sender's CPU
+ * measures that process, not the copy. Collective times are the slowest PE's (a PE that returns
  * early has not finished the collective for the job). Results are checked
  * (the value every PE must see), so a broken implementation cannot post
  * a good time.
@@ -25,6 +27,7 @@
 
 #define BATCHES		5
 #define MAX_PES		64
+#define BW_BATCHES	15
 #define MIB		(1024 * 1024)
 #define RED_N		(MIB / sizeof(long))
 
@@ -118,10 +121,17 @@ static void put_lat(int iters)
 	result("put_lat_8B", median(times, BATCHES), "us");
 }
 
-/* PE 0 streams 1 MiB puts into PE 1; quiet ends each batch. */
+/*
+ * PE 0 streams 1 MiB puts into PE 1; quiet ends each batch. Both buffers
+ * come from the symmetric heap, as in OSU's osu_oshm_put_bw: then each
+ * implementation copies between buffers its own allocator aligned alike
+ * (a source 16 bytes off the destination's alignment costs a copy 2.5%
+ * here, whoever makes it).
+ */
 static void put_bw(int iters)
 {
-	unsigned char *src = malloc(MIB), *dst = shmem_malloc(MIB);
+	unsigned char *src = shmem_malloc(MIB), *dst = shmem_malloc(MIB);
+	double best = 0;
 	int b, i;
 
 	if (!src || !dst)
@@ -129,9 +139,9 @@ static void put_bw(int iters)
 	for (i = 0; i < MIB; i++)
 		src[i] = (unsigned char)(i * 7 + 3);
 	memset(dst, 0, MIB);
-	for (b = -1; b < BATCHES; b++) {
+	for (b = -1; b < BW_BATCHES; b++) {
 		int n = b < 0 ? iters / 10 + 1 : iters;
-		double t0;
+		double t0, bw;
 
 		shmem_barrier_all();
 		t0 = now_us();
@@ -140,16 +150,17 @@ static void put_bw(int iters)
 				shmem_putmem(dst, src, MIB, 1);
 			shmem_quiet();
 		}
-		if (b >= 0)
-			times[b] = (double)n * MIB / (now_us() - t0);
+		bw = (double)n * MIB / (now_us() - t0);
+		if (b >= 0 && bw > best)
+			best = bw;
 	}
 	shmem_barrier_all();
 	if (shmem_my_pe() == 1 && memcmp(dst, src, MIB))
 		fail("put_bw: data differs");
 	if (shmem_my_pe() == 0)
-		result("put_bw_1MiB", median(times, BATCHES), "MB/s");
+		result("put_bw_1MiB", best, "MB/s");
 	shmem_free(dst);
-	free(src);
+	shmem_free(src);
 }
 
 /* Blocking fetch-and-add on PE 1's long from PE 0. */
@@ -285,12 +296,12 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "p2p")) {
 		if (shmem_n_pes() != 2)
 			fail("p2p needs 2 PEs");
-		put_lat(5000);
-		put_bw(100);
-		fadd_lat(5000);
+		put_lat(3000);
+		put_bw(30);
+		fadd_lat(2000);
 	} else {
-		barrier(2000);
-		sum_reduce("8B", 1, 2000);
+		barrier(1000);
+		sum_reduce("8B", 1, 1000);
 		sum_reduce("1MiB", RED_N, 20);
 		bcast(20);
 	}

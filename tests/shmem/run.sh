@@ -91,4 +91,49 @@ expect_fail kill 137 '^hmcrun: rank 2 (pid [0-9]*) killed by signal 9 (Killed); 
 expect_fail exit 3 '^hmcrun: rank 2 (pid [0-9]*) exited with status 3; stopping the others$'
 # global_exit(0): the launcher would wait for the others; we end them.
 expect_fail exit0 143 '^hmcrun: rank [01] (pid [0-9]*) killed by signal 15 (Terminated); stopping the others$'
+
+# A PE that never comes: start-up fails at the world's deadline with one
+# line that names the missing rank, never a hang.
+set +e
+HMC_BOOTSTRAP=store HMC_STORE=tcp://127.0.0.1:$((20000 + $$ % 20000)) \
+	HMC_WORLD_SIZE=2 HMC_RANK=0 HMC_WORLD_TIMEOUT=2000 \
+	timeout 30 "$O/tests/shmem/test_setup" >"$tmp/out" 2>&1
+rc=$?
+set -e
+if [ "$rc" = 1 ] && [ "$(wc -l <"$tmp/out")" = 1 ] &&
+   grep -q '^shmem: shmem_init: start-up failed: .*never joined: 1' "$tmp/out"; then
+	echo "ok   a PE that never comes fails start-up in one line (status 1)"
+else
+	echo "FAIL a PE that never comes: status $rc:"
+	cat "$tmp/out"
+	fail=1
+fi
+
+# A PE in another pid namespace (as on another host, its pid names another
+# process here): start-up refuses it in one line instead of mapping the
+# memory of whatever process has that pid. Needs unshare(CLONE_NEWPID).
+if unshare --pid --fork true 2>/dev/null; then
+	export HMC_BOOTSTRAP=store HMC_WORLD_SIZE=2 HMC_WORLD_TIMEOUT=10000
+	export HMC_STORE=tcp://127.0.0.1:$((20001 + $$ % 20000))
+	set +e
+	HMC_RANK=0 timeout 30 "$O/tests/shmem/test_setup" >"$tmp/r0" 2>&1 &
+	HMC_RANK=1 timeout 30 unshare --pid --fork "$O/tests/shmem/test_setup" \
+		>"$tmp/r1" 2>&1
+	rc1=$?
+	wait $!
+	rc0=$?
+	set -e
+	unset HMC_BOOTSTRAP HMC_WORLD_SIZE HMC_WORLD_TIMEOUT HMC_STORE
+	if [ "$rc0$rc1" = 11 ] &&
+	   [ "$(cat "$tmp/r0" "$tmp/r1" | grep -c 'start-up failed: PE [01] runs on another host or in another pid namespace')" = 2 ] &&
+	   [ "$(cat "$tmp/r0" "$tmp/r1" | wc -l)" = 2 ]; then
+		echo "ok   a PE in another pid namespace is refused at start-up"
+	else
+		echo "FAIL a PE in another pid namespace: status $rc0 and $rc1:"
+		cat "$tmp/r0" "$tmp/r1"
+		fail=1
+	fi
+else
+	echo "SKIP a PE in another pid namespace (unshare --pid needs root)"
+fi
 [ "$fail" = 0 ]

@@ -14,14 +14,14 @@ $(SHMEMX_TEST): tests/shmem/shmemx_init.c tests/shmem/check.h $(SHMEM_SO) \
 	@mkdir -p $(@D)
 	$(CC) -Iinclude/hmc-shmem -Iinclude $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
 		-L$(O)/shmem -L$(O)/lib \
-		-Wl,-rpath,$(CURDIR)/$(O)/shmem:$(CURDIR)/$(O)/lib \
+		-Wl,-rpath,$(abspath $(O))/shmem:$(abspath $(O))/lib \
 		-lhmc_shmem -lhmc
 
 $(O)/tests/shmem/%: tests/shmem/%.c tests/shmem/check.h $(SHMEM_SO) \
 		$(O)/shmem/libhmc_shmem.so $(SHMEM_HDRS)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude/hmc-shmem $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
-		-L$(O)/shmem -Wl,-rpath,$(CURDIR)/$(O)/shmem -lhmc_shmem
+		-L$(O)/shmem -Wl,-rpath,$(abspath $(O))/shmem -lhmc_shmem
 
 .PHONY: shmem-test
 _test: shmem-test
@@ -36,6 +36,8 @@ shmem-test: $(SHMEM_TESTS) $(SHMEMX_TEST) $(OSHRUN) $(OSHCC)
 SHMEM_BENCH	:= $(O)/tests/bench/shmem_bench_hmc
 SHMEM_BENCH_OMPI := $(O)/tests/bench/shmem_bench_ompi
 MPI_COLL	:= $(O)/tests/bench/mpi_coll
+# Open MPI's by path: an installed libhmc_shmem's oshcc may come first in PATH.
+OMPI_OSHCC	?= /usr/bin/oshcc
 
 all: $(SHMEM_BENCH)
 
@@ -43,11 +45,11 @@ $(SHMEM_BENCH): tests/bench/shmem_bench.c $(SHMEM_SO) $(O)/shmem/libhmc_shmem.so
 		$(SHMEM_HDRS)
 	@mkdir -p $(@D)
 	$(CC) -Iinclude/hmc-shmem $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
-		-L$(O)/shmem -Wl,-rpath,$(CURDIR)/$(O)/shmem -lhmc_shmem
+		-L$(O)/shmem -Wl,-rpath,$(abspath $(O))/shmem -lhmc_shmem
 
 $(SHMEM_BENCH_OMPI): tests/bench/shmem_bench.c
 	@mkdir -p $(@D)
-	oshcc $(HMC_CFLAGS) $(CFLAGS) $< -o $@
+	$(OMPI_OSHCC) $(HMC_CFLAGS) $(CFLAGS) $< -o $@
 
 $(MPI_COLL): tests/bench/mpi_coll.c
 	@mkdir -p $(@D)

@@ -8,7 +8,8 @@
  *                          forks N-1 others, which get it by inheritance
  *                          (any channel would do), and all start from it
  * Each then checks a ring of puts into a global and a heap object (every
- * byte, different per PE) and a fetch-add on PE 0 from every PE.
+ * byte, different per PE), a fetch-add on PE 0 from every PE, and that
+ * shmemx_wtime() runs forward.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@ static void exercise(void)
 {
 	int me = shmem_my_pe(), n = shmem_n_pes(), from = (me + n - 1) % n;
 	unsigned char *heap = shmem_malloc(LEN), src[LEN];
+	double t0 = shmemx_wtime();
 	size_t i;
 
 	CHECK(heap, "shmem_malloc");
@@ -48,6 +50,7 @@ static void exercise(void)
 	}
 	if (me == 0)
 		CHECK(counter == (long)n * (n + 1) / 2, "counter %ld", counter);
+	CHECK(t0 > 0 && shmemx_wtime() >= t0, "shmemx_wtime");
 	shmem_free(heap);
 }
 

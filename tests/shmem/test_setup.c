@@ -30,6 +30,10 @@ int main(void)
 	CHECK(SHMEM_MAJOR_VERSION == 1 && SHMEM_MINOR_VERSION == 5, "macros");
 	shmem_info_get_name(name);
 	CHECK(!strcmp(name, SHMEM_VENDOR_STRING), "name %s", name);
+	/* Profiling control: every level is accepted, nothing changes. */
+	shmem_pcontrol(0);
+	shmem_pcontrol(1);
+	shmem_pcontrol(2, "detail");
 
 	heap = shmem_malloc(sizeof(long));
 	CHECK(heap, "malloc");
