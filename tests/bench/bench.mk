@@ -23,7 +23,7 @@ $(STORE_PINGPONG): tests/bench/store_pingpong.c tools/hmcperf_clock.c tools/hmcp
 		tools/hmcperf_clock.c -o $@
 
 # Explicit rules: the pattern rule below builds without libhmc.
-$(MSG_BENCH): tests/bench/msg_bench.c $(LIBHMC_SO) include/hmc/hmc.h
+$(MSG_BENCH): tests/bench/msg_bench.c $(O)/lib/libhmc.so include/hmc/hmc.h
 	@mkdir -p $(@D)
 	$(CC) $(HMC_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
 		-L$(O)/lib -Wl,-rpath,'$$ORIGIN/../../lib' -lhmc
