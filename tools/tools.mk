@@ -23,7 +23,8 @@ install-tools: $(TOOLS_PROGS)
 # checked by its receiver; each row says its transport and ConnBuffer
 # backing. First with the defaults (AUTO: shm on one host, with memfd
 # ConnBuffers when hmc.ko is not loaded: a put is a memcpy into the peer's
-# mapping), then over UCX for comparison, UCX_TLS=posix,cma,self: measured
+# mapping), then over libhmc's tcp transport (what AUTO takes between hosts
+# without RDMA), then over UCX for comparison, UCX_TLS=posix,cma,self: measured
 # here it is UCX's faster correct choice for user memory on one host
 # (put_bw 1 MiB ~6 GB/s, put_lat 8 B ~1.3 us, against ~1 GB/s and ~13 us
 # with tcp,self), UCX emulating RMA with active messages over shared
@@ -35,6 +36,7 @@ RUN_FLAGS	?= -s 8,512,4K,64K,1M,4M -O 8
 _run: run-demo
 run-demo: $(HMCPERF)
 	$(HMCPERF) --loopback --validate $(RUN_FLAGS)
+	$(HMCPERF) --loopback --validate -x tcp $(RUN_FLAGS)
 	UCX_TLS=$(RUN_UCX_TLS) $(HMCPERF) --loopback --validate -x ucx $(RUN_FLAGS)
 
 # hmcstat: the netlink family of hmc.ko (events, counters, dumps), with
