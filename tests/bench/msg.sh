@@ -35,36 +35,21 @@ command -v mpirun >/dev/null || die "mpirun not found (package openmpi-bin)"
 # shellcheck source=tests/bench/stats.sh
 . "$(dirname "$0")/stats.sh"
 
-ours() { timeout 120 "$MSG_BENCH" "$@" | awk '{ print $3 }'; }
+msg() { timeout 120 "$MSG_BENCH" "$@" | awk '{ print $3 }'; }
 mpi() { timeout 120 $MPIRUN "$MPI_BENCH" "$@" 2>/dev/null | awk '/^(bw|lat) / { print $3 }'; }
 
 echo "== messages: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), transport auto (shm here), $REPS repetitions each (median)"
 RATIOS=""
 
-a="" b=""
-i=0
-while [ $i -lt "$REPS" ]; do
-	a="$a $(ours -t msg_bw -s 67108864 -n 8 -w 1 -b 4194304)"
-	b="$b $(ours -t put_bw -s 67108864 -n 8 -w 1)"
-	i=$((i + 1))
-done
-report msg_vs_put_bw_64MiB "$a" "$b" ">=0.85" "MB/s" "64 MiB send/recv through 4 MiB buffers vs put 64 MiB"
+alternate "$REPS" 'msg -t msg_bw -s 67108864 -n 8 -w 1 -b 4194304' \
+	'msg -t put_bw -s 67108864 -n 8 -w 1'
+report msg_vs_put_bw_64MiB "$ours" "$theirs" ">=0.85" "MB/s" "64 MiB send/recv through 4 MiB buffers vs put 64 MiB"
 
-a="" b=""
-i=0
-while [ $i -lt "$REPS" ]; do
-	a="$a $(ours -t msg_bw -s 1048576 -W 64 -n 10 -w 2)"
-	b="$b $(mpi -t bw -s 1048576 -W 64 -n 10 -w 2)"
-	i=$((i + 1))
-done
-report msg_vs_mpi_bw_1MiB "$a" "$b" ">=1.0" "MB/s" "osu_bw 1 MiB, window 64, vs Open MPI"
+alternate "$REPS" 'msg -t msg_bw -s 1048576 -W 64 -n 10 -w 2' \
+	'mpi -t bw -s 1048576 -W 64 -n 10 -w 2'
+report msg_vs_mpi_bw_1MiB "$ours" "$theirs" ">=1.0" "MB/s" "osu_bw 1 MiB, window 64, vs Open MPI"
 
-a="" b=""
-i=0
-while [ $i -lt "$REPS" ]; do
-	a="$a $(ours -t msg_lat -s 8 -n 5000 -w 500)"
-	b="$b $(mpi -t lat -s 8 -n 5000 -w 500)"
-	i=$((i + 1))
-done
-report msg_vs_mpi_lat_8B "$a" "$b" "<=1.2" "us" "osu_latency 8 B, vs Open MPI"
+alternate "$REPS" 'msg -t msg_lat -s 8 -n 5000 -w 500' \
+	'mpi -t lat -s 8 -n 5000 -w 500'
+report msg_vs_mpi_lat_8B "$ours" "$theirs" "<=1.2" "us" "osu_latency 8 B, vs Open MPI"
 printf '%s' "$RATIOS"

@@ -26,6 +26,8 @@
 # of the pairs' ratios (stats.sh). Printed, never asserted:
 # `RATIO <name> <ours/theirs> <target>`. About a minute on a quiet 2-CPU
 # host.
+# alternate (stats.sh) evals its commands, which expand the variables there.
+# shellcheck disable=SC2016
 set -eu
 
 HMCPERF=${HMCPERF:-build/tools/hmcperf}
@@ -80,34 +82,20 @@ RATIOS=
 for spec in 1MiB:1048576:2000 64MiB:67108864:12; do
 	name=${spec%%:*} rest=${spec#*:}
 	size=${rest%%:*} iters=${rest#*:}
-	ours= theirs=
-	i=0
-	while [ $i -lt "$REPS" ]; do
-		ours="$ours $(hmc shm bw_MBps -t put_bw -s "$size" -n "$iters" -O 32)"
-		theirs="$theirs $(memcpy_bw "$size" "$iters")"
-		i=$((i + 1))
-	done
+	alternate "$REPS" \
+		'hmc shm bw_MBps -t put_bw -s "$size" -n "$iters" -O 32' \
+		'memcpy_bw "$size" "$iters"'
 	report "shm_host_put_bw_${name}_vs_memcpy" "$ours" "$theirs" ">=0.9" MB/s \
 		"put_bw $size B over shm vs memcpy, -n $iters -O 32"
 done
 
-ours= theirs=
-i=0
-while [ $i -lt "$REPS" ]; do
-	ours="$ours $(hmc shm median -t put_lat -s 8 -n 20000 -w 2000)"
-	theirs="$theirs $(store_lat 20000 2000)"
-	i=$((i + 1))
-done
+alternate "$REPS" 'hmc shm median -t put_lat -s 8 -n 20000 -w 2000' \
+	'store_lat 20000 2000'
 report shm_host_put_lat_8B_vs_store "$ours" "$theirs" "<=1.5" us \
 	"put_lat 8 B over shm vs a store ping-pong, one-way median, -n 20000 -w 2000"
 
-ours= theirs=
-i=0
-while [ $i -lt "$REPS" ]; do
-	ours="$ours $(hmc shm bw_MBps -t put_bw -s 1M -n 400 -O 32)"
-	theirs="$theirs $(export UCX_TLS=posix,cma,self; hmc ucx bw_MBps -t put_bw -s 1M -n 400 -O 32)"
-	i=$((i + 1))
-done
+alternate "$REPS" 'hmc shm bw_MBps -t put_bw -s 1M -n 400 -O 32' \
+	'export UCX_TLS=posix,cma,self; hmc ucx bw_MBps -t put_bw -s 1M -n 400 -O 32'
 report shm_host_vs_ucx_put_bw_1MiB "$ours" "$theirs" ">=3" MB/s \
 	"put_bw 1 MiB over shm vs over UCX (posix,cma,self), -n 400 -O 32"
 

@@ -9,6 +9,20 @@ median() {
 		      else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# alternate REPS OURS THEIRS: run the commands OURS and THEIRS (strings,
+# eval'd in a subshell of the caller) in turn REPS times, so that the i-th
+# of each ran side by side, as report wants; their outputs in $ours and
+# $theirs, space-separated.
+alternate() {
+	ours='' theirs=''
+	_i=0
+	while [ "$_i" -lt "$1" ]; do
+		ours="$ours $(eval "$2")"
+		theirs="$theirs $(eval "$3")"
+		_i=$((_i + 1))
+	done
+}
+
 json_field() {	# json_field FILE KEY: the first number after "KEY":
 	sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1" | head -n 1
 }

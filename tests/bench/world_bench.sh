@@ -7,7 +7,10 @@
 #    median of REPS runs each;
 #  - hmc_world_allgather of 64 B at 4 ranks against MPI_Allgather: mean
 #    latency over 2000 calls, the median of REPS runs.
-# Prints `RATIO <name> <ours/theirs> <target>`; lower is better.
+# The tools take turns; each ratio is the median of the pairs' ratios
+# (stats.sh). Prints `RATIO <name> <ours/theirs> <target>`; lower is better.
+# alternate (stats.sh) evals its commands, which expand the variables there.
+# shellcheck disable=SC2016,SC2034
 set -eu
 B=${BENCH_BIN:-${O:-build}/tests/bench}
 REPS=${WORLD_BENCH_REPS:-5}
@@ -17,25 +20,23 @@ MB=$B/mpi_world
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
 export UCX_TLS=${UCX_TLS:-posix,cma,self}
 
+# shellcheck source=tests/bench/stats.sh
+. "$(dirname "$0")/stats.sh"
+
 ms() { local s e; s=$(date +%s%N); "$@" >/dev/null; e=$(date +%s%N); echo $(((e - s) / 1000000)); }
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "world: hmcrun vs mpirun (Open MPI $(mpirun --version 2>/dev/null | head -n 1 | awk '{ print $NF }')), $REPS runs each, median"
+RATIOS=
+OURS=hmcrun
 for n in 2 4 8; do
-	ours="" theirs=""
-	for _ in $(seq "$REPS"); do
-		ours="$ours $(ms "$RUN" -n $n "$HB" init)"
-		theirs="$theirs $(ms "${MPIRUN[@]}" -np $n "$MB" init)"
-	done
-	o=$(median <<<"$ours") t=$(median <<<"$theirs")
-	echo "world start-up, $n ranks: hmcrun $o ms, mpirun $t ms"
-	echo "RATIO world_init_${n}_vs_mpi_init $(awk -v a="$o" -v b="$t" 'BEGIN { printf "%.3f", a / b }') 1.0"
+	alternate "$REPS" 'ms "$RUN" -n $n "$HB" init' \
+		'ms "${MPIRUN[@]}" -np $n "$MB" init'
+	report "world_init_${n}_vs_mpi_init" "$ours" "$theirs" 1.0 ms \
+		"world start-up, $n ranks: hmcrun vs mpirun"
 done
-ours="" theirs=""
-for _ in $(seq "$REPS"); do
-	ours="$ours $("$RUN" -n 4 "$HB" allgather 2000 64)"
-	theirs="$theirs $("${MPIRUN[@]}" -np 4 "$MB" allgather 2000 64)"
-done
-o=$(median <<<"$ours") t=$(median <<<"$theirs")
-echo "allgather 64 B, 4 ranks: hmc_world $o us, MPI_Allgather $t us"
-echo "RATIO world_allgather_64B_4_vs_mpi $(awk -v a="$o" -v b="$t" 'BEGIN { printf "%.3f", a / b }') 1.0"
+OURS=hmc_world
+alternate "$REPS" '"$RUN" -n 4 "$HB" allgather 2000 64' \
+	'"${MPIRUN[@]}" -np 4 "$MB" allgather 2000 64'
+report world_allgather_64B_4_vs_mpi "$ours" "$theirs" 1.0 us \
+	"allgather 64 B, 4 ranks: hmc_world vs MPI_Allgather"
+printf '%s' "$RATIOS"

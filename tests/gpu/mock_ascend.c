@@ -44,7 +44,7 @@ struct acl_ptr_attr {
 };
 
 static int initialised;
-static __thread int current = -1;	/* no device bound yet */
+MOCK_THREAD_DEVICE(-1)	/* no device bound yet */
 
 MOCK_EXPORT aclError aclInit(const char *config_path)
 {
@@ -108,19 +108,18 @@ MOCK_EXPORT aclError aclrtFree(void *ptr)
 
 	if (err)
 		return err;
-	if (mock_free(ptr) < 0) {
-		mock_violation("aclrtFree of %p, not an allocation", ptr);
-		return ACL_ERROR_INVALID_PARAM;
-	}
-	return ACL_SUCCESS;
+	return mock_free_ok("aclrtFree", ptr) ? ACL_SUCCESS :
+						ACL_ERROR_INVALID_PARAM;
 }
 
 MOCK_EXPORT aclError aclrtMemcpy(void *dst, size_t dst_max, const void *src,
 				 size_t len, int kind)
 {
+	static const struct mock_dirs dirs = {
+		ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST,
+		ACL_MEMCPY_DEVICE_TO_DEVICE,
+	};
 	aclError err = need_device();
-	int dst_dev = mock_where(dst, len), src_dev = mock_where(src, len);
-	bool ok;
 
 	if (err)
 		return err;
@@ -129,25 +128,8 @@ MOCK_EXPORT aclError aclrtMemcpy(void *dst, size_t dst_max, const void *src,
 			       dst_max);
 		return ACL_ERROR_INVALID_PARAM;
 	}
-	switch (kind) {
-	case ACL_MEMCPY_HOST_TO_DEVICE:
-		ok = dst_dev >= 0 && src_dev == -1;
-		break;
-	case ACL_MEMCPY_DEVICE_TO_HOST:
-		ok = dst_dev == -1 && src_dev >= 0;
-		break;
-	case ACL_MEMCPY_DEVICE_TO_DEVICE:
-		ok = dst_dev >= 0 && src_dev >= 0;
-		break;
-	default:
-		ok = false;
-		break;
-	}
-	if (!ok) {
-		mock_violation("aclrtMemcpy kind %d does not match its pointers",
-			       kind);
+	if (!mock_copy_ok("aclrtMemcpy", &dirs, kind, dst, src, len))
 		return ACL_ERROR_INVALID_PARAM;
-	}
 	mock_memcpy(dst, src, len);
 	return ACL_SUCCESS;
 }
@@ -171,24 +153,4 @@ MOCK_EXPORT aclError aclrtPointerGetAttributes(const void *ptr,
 MOCK_EXPORT const char *aclGetRecentErrMsg(void)
 {
 	return "mock error";
-}
-
-MOCK_EXPORT void mock_app_device_enter(int dev)
-{
-	current = dev;
-}
-
-MOCK_EXPORT void mock_app_device_leave(int dev)
-{
-	current = -1;
-}
-
-MOCK_EXPORT int mock_current_device(void)
-{
-	return current;
-}
-
-MOCK_EXPORT int mock_report(char *msg, size_t len)
-{
-	return mock_dev_report(msg, len);
 }

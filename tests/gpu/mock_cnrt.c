@@ -36,7 +36,7 @@ struct cnrt_pointer_attr {
 	void *host_pointer;
 };
 
-static __thread int current;
+MOCK_THREAD_DEVICE(0)
 
 MOCK_EXPORT cnrtRet_t cnrtGetDeviceCount(unsigned int *count)
 {
@@ -68,37 +68,18 @@ MOCK_EXPORT cnrtRet_t cnrtMalloc(void **ptr, size_t size)
 
 MOCK_EXPORT cnrtRet_t cnrtFree(void *ptr)
 {
-	if (mock_free(ptr) < 0) {
-		mock_violation("cnrtFree of %p, not an allocation", ptr);
-		return cnrtErrorArgsInvalid;
-	}
-	return cnrtSuccess;
+	return mock_free_ok("cnrtFree", ptr) ? cnrtSuccess :
+					       cnrtErrorArgsInvalid;
 }
 
 MOCK_EXPORT cnrtRet_t cnrtMemcpy(void *dst, void *src, size_t len, int dir)
 {
-	int dst_dev = mock_where(dst, len), src_dev = mock_where(src, len);
-	bool ok;
+	static const struct mock_dirs dirs = {
+		cnrtMemcpyHostToDev, cnrtMemcpyDevToHost, cnrtMemcpyDevToDev,
+	};
 
-	switch (dir) {
-	case cnrtMemcpyHostToDev:
-		ok = dst_dev >= 0 && src_dev == -1;
-		break;
-	case cnrtMemcpyDevToHost:
-		ok = dst_dev == -1 && src_dev >= 0;
-		break;
-	case cnrtMemcpyDevToDev:
-		ok = dst_dev >= 0 && src_dev >= 0;
-		break;
-	default:
-		ok = false;
-		break;
-	}
-	if (!ok) {
-		mock_violation("cnrtMemcpy direction %d does not match its pointers",
-			       dir);
+	if (!mock_copy_ok("cnrtMemcpy", &dirs, dir, dst, src, len))
 		return cnrtErrorArgsInvalid;
-	}
 	mock_memcpy(dst, src, len);
 	return cnrtSuccess;
 }
@@ -121,24 +102,4 @@ MOCK_EXPORT cnrtRet_t cnrtPointerGetAttributes(struct cnrt_pointer_attr *attr,
 MOCK_EXPORT const char *cnrtGetErrorStr(cnrtRet_t err)
 {
 	return "mock error";
-}
-
-MOCK_EXPORT void mock_app_device_enter(int dev)
-{
-	current = dev;
-}
-
-MOCK_EXPORT void mock_app_device_leave(int dev)
-{
-	current = 0;
-}
-
-MOCK_EXPORT int mock_current_device(void)
-{
-	return current;
-}
-
-MOCK_EXPORT int mock_report(char *msg, size_t len)
-{
-	return mock_dev_report(msg, len);
 }

@@ -293,3 +293,40 @@ int mock_dev_report(char *msg, size_t len)
 	pthread_mutex_unlock(&mock.lock);
 	return ret;
 }
+
+bool mock_copy_ok(const char *call, const struct mock_dirs *dirs, int dir,
+		  const void *dst, const void *src, size_t len)
+{
+	int dst_dev = mock_where(dst, len), src_dev = mock_where(src, len);
+	bool ok = false;
+
+	if (dir == dirs->h2d)
+		ok = dst_dev >= 0 && src_dev == -1;
+	else if (dir == dirs->d2h)
+		ok = dst_dev == -1 && src_dev >= 0;
+	else if (dir == dirs->d2d)
+		ok = dst_dev >= 0 && src_dev >= 0;
+	if (!ok)
+		mock_violation("%s kind %d does not match its pointers", call,
+			       dir);
+	return ok;
+}
+
+void mock_copy_stream(int device, bool to_host, void *dst, const void *src,
+		      size_t len)
+{
+	if (to_host) {
+		mock_sync(device);
+		mock_memcpy(dst, src, len);
+	} else {
+		mock_copy_later(device, dst, src, len);
+	}
+}
+
+bool mock_free_ok(const char *call, void *ptr)
+{
+	if (mock_free(ptr) >= 0)
+		return true;
+	mock_violation("%s of %p, not an allocation", call, ptr);
+	return false;
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fake GPU memory shared by the mock CUDA driver and HIP runtime, which
- * test how libhmc drives them on machines without a GPU (gpu-mock-test).
+ * Fake GPU memory shared by the mock runtimes (CUDA driver, HIP, AscendCL,
+ * CNRT, MUSA), which test how libhmc drives them on machines without a GPU (gpu-mock-test).
  *
  * "Device" memory is host memory that the mock tracks per device, so each
  * copy can be checked against the kind it claims (host to device and so
@@ -63,5 +63,57 @@ void mock_violation(const char *fmt, ...);
 
 /* Violations, then leaks (live allocations, unsynced copies): 0 if none. */
 int mock_dev_report(char *msg, size_t len);
+
+/*
+ * For the runtimes that bind a device to each thread (HIP, MUSA, CNRT,
+ * AscendCL), with no contexts of their own.
+ */
+
+/* A runtime's memcpy direction codes. */
+struct mock_dirs {
+	int h2d, d2h, d2d;
+};
+
+/*
+ * Whether the copy's pointers match direction @dir of @dirs (host memory
+ * on the host side, device memory on the device side); a violation, named
+ * after @call, if not.
+ */
+bool mock_copy_ok(const char *call, const struct mock_dirs *dirs, int dir,
+		  const void *dst, const void *src, size_t len);
+
+/*
+ * A copy as CUDA-like runtimes make it on @device's default stream: one to
+ * the host waits for the stream and lands now, the others land at
+ * mock_sync(@device).
+ */
+void mock_copy_stream(int device, bool to_host, void *dst, const void *src,
+		      size_t len);
+
+/* Free @ptr for @call: false (a violation) if it is not an allocation. */
+bool mock_free_ok(const char *call, void *ptr);
+
+/*
+ * The calling thread's device, `current`, @none until one is set, and
+ * test_gpu's hooks over it: the application's own device and the report.
+ */
+#define MOCK_THREAD_DEVICE(none)					\
+static __thread int current = (none);					\
+MOCK_EXPORT void mock_app_device_enter(int dev)				\
+{									\
+	current = dev;							\
+}									\
+MOCK_EXPORT void mock_app_device_leave(int dev)				\
+{									\
+	current = (none);						\
+}									\
+MOCK_EXPORT int mock_current_device(void)				\
+{									\
+	return current;							\
+}									\
+MOCK_EXPORT int mock_report(char *msg, size_t len)			\
+{									\
+	return mock_dev_report(msg, len);				\
+}
 
 #endif

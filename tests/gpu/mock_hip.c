@@ -38,7 +38,7 @@ struct hip_pointer_attr {
 	unsigned int allocation_flags;
 };
 
-static __thread int current;
+MOCK_THREAD_DEVICE(0)
 
 MOCK_EXPORT hipError_t hipGetDeviceCount(int *count)
 {
@@ -70,45 +70,20 @@ MOCK_EXPORT hipError_t hipMalloc(void **ptr, size_t size)
 
 MOCK_EXPORT hipError_t hipFree(void *ptr)
 {
-	if (mock_free(ptr) < 0) {
-		mock_violation("hipFree of %p, not an allocation", ptr);
-		return hipErrorInvalidValue;
-	}
-	return hipSuccess;
+	return mock_free_ok("hipFree", ptr) ? hipSuccess : hipErrorInvalidValue;
 }
 
 MOCK_EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t len,
 				 int kind)
 {
-	bool dst_dev = mock_where(dst, len) >= 0;
-	bool src_dev = mock_where(src, len) >= 0;
-	bool ok;
+	static const struct mock_dirs dirs = {
+		hipMemcpyHostToDevice, hipMemcpyDeviceToHost,
+		hipMemcpyDeviceToDevice,
+	};
 
-	switch (kind) {
-	case hipMemcpyHostToDevice:
-		ok = dst_dev && !src_dev;
-		break;
-	case hipMemcpyDeviceToHost:
-		ok = !dst_dev && src_dev;
-		break;
-	case hipMemcpyDeviceToDevice:
-		ok = dst_dev && src_dev;
-		break;
-	default:
-		ok = false;
-		break;
-	}
-	if (!ok) {
-		mock_violation("hipMemcpy kind %d does not match its pointers",
-			       kind);
+	if (!mock_copy_ok("hipMemcpy", &dirs, kind, dst, src, len))
 		return hipErrorInvalidMemcpyDirection;
-	}
-	if (kind == hipMemcpyDeviceToHost) {
-		mock_sync(current);
-		mock_memcpy(dst, src, len);
-	} else {
-		mock_copy_later(current, dst, src, len);
-	}
+	mock_copy_stream(current, kind == hipMemcpyDeviceToHost, dst, src, len);
 	return hipSuccess;
 }
 
@@ -167,24 +142,4 @@ MOCK_EXPORT hipError_t hipMemGetHandleForAddressRange(void *handle, void *dptr,
 MOCK_EXPORT const char *hipGetErrorString(hipError_t err)
 {
 	return "mock error";
-}
-
-MOCK_EXPORT void mock_app_device_enter(int dev)
-{
-	current = dev;
-}
-
-MOCK_EXPORT void mock_app_device_leave(int dev)
-{
-	current = 0;
-}
-
-MOCK_EXPORT int mock_current_device(void)
-{
-	return current;
-}
-
-MOCK_EXPORT int mock_report(char *msg, size_t len)
-{
-	return mock_dev_report(msg, len);
 }

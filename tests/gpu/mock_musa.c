@@ -38,7 +38,7 @@ struct musa_pointer_attr {
 	void *host_pointer;
 };
 
-static __thread int current;
+MOCK_THREAD_DEVICE(0)
 
 MOCK_EXPORT musaError_t musaGetDeviceCount(int *count)
 {
@@ -70,44 +70,22 @@ MOCK_EXPORT musaError_t musaMalloc(void **ptr, size_t size)
 
 MOCK_EXPORT musaError_t musaFree(void *ptr)
 {
-	if (mock_free(ptr) < 0) {
-		mock_violation("musaFree of %p, not an allocation", ptr);
-		return musaErrorInvalidValue;
-	}
-	return musaSuccess;
+	return mock_free_ok("musaFree", ptr) ? musaSuccess :
+					       musaErrorInvalidValue;
 }
 
 MOCK_EXPORT musaError_t musaMemcpy(void *dst, const void *src, size_t len,
 				   int kind)
 {
-	int dst_dev = mock_where(dst, len), src_dev = mock_where(src, len);
-	bool ok;
+	static const struct mock_dirs dirs = {
+		musaMemcpyHostToDevice, musaMemcpyDeviceToHost,
+		musaMemcpyDeviceToDevice,
+	};
 
-	switch (kind) {
-	case musaMemcpyHostToDevice:
-		ok = dst_dev >= 0 && src_dev == -1;
-		break;
-	case musaMemcpyDeviceToHost:
-		ok = dst_dev == -1 && src_dev >= 0;
-		break;
-	case musaMemcpyDeviceToDevice:
-		ok = dst_dev >= 0 && src_dev >= 0;
-		break;
-	default:
-		ok = false;
-		break;
-	}
-	if (!ok) {
-		mock_violation("musaMemcpy kind %d does not match its pointers",
-			       kind);
+	if (!mock_copy_ok("musaMemcpy", &dirs, kind, dst, src, len))
 		return musaErrorInvalidValue;
-	}
-	if (kind == musaMemcpyDeviceToHost) {
-		mock_sync(current);
-		mock_memcpy(dst, src, len);
-	} else {
-		mock_copy_later(current, dst, src, len);
-	}
+	mock_copy_stream(current, kind == musaMemcpyDeviceToHost, dst, src,
+			 len);
 	return musaSuccess;
 }
 
@@ -137,24 +115,4 @@ MOCK_EXPORT musaError_t musaPointerGetAttributes(struct musa_pointer_attr *attr,
 MOCK_EXPORT const char *musaGetErrorString(musaError_t err)
 {
 	return "mock error";
-}
-
-MOCK_EXPORT void mock_app_device_enter(int dev)
-{
-	current = dev;
-}
-
-MOCK_EXPORT void mock_app_device_leave(int dev)
-{
-	current = 0;
-}
-
-MOCK_EXPORT int mock_current_device(void)
-{
-	return current;
-}
-
-MOCK_EXPORT int mock_report(char *msg, size_t len)
-{
-	return mock_dev_report(msg, len);
 }

@@ -3,26 +3,12 @@
 # boundary and 64 MiB through 4 MiB ConnBuffers, 4 ranks with interleaved
 # tags and wildcards, a sender and a receiver killed mid-message (128 MiB
 # messages), every byte checked. Inserts $HMC_KO and removes it.
-set -u
+SUITE="msg shm"
+# shellcheck source=tests/vm/suites/hmc-ko.lib
+. "$(dirname "$0")/hmc-ko.lib"
 bin=$HMC_BUILD/tests/integration
-rc=0
 
-loaded() { [ -d /sys/module/hmc ]; }
-
-if [ ! -x "$bin/test_msg" ]; then
-	echo "not ok - msg shm: $bin/test_msg is missing (make)"
-	exit 1
-fi
-if loaded; then
-	echo "not ok - msg shm: hmc is already loaded, not from $HMC_KO"
-	exit 1
-fi
-trap 'loaded && rmmod hmc' EXIT
-if ! insmod "$HMC_KO"; then
-	echo "not ok - msg shm: insmod $HMC_KO"
-	exit 1
-fi
-echo "ok - msg shm: insmod hmc"
+ko_insert "$bin/test_msg"
 
 export HMC_REQUIRE_KMOD=1 HMC_TEST_TRANSPORT=shm UCX_TLS=tcp,self \
 	UCX_NET_DEVICES=lo
@@ -30,10 +16,4 @@ export HMC_REQUIRE_KMOD=1 HMC_TEST_TRANSPORT=shm UCX_TLS=tcp,self \
 "$bin/test_msg" -c mesh -t 200 -N "shm msg mesh" || rc=1
 "$bin/test_msg" -c kill -G 0.125 -t 200 -N "shm msg kill" || rc=1
 
-if rmmod hmc && ! loaded; then
-	echo "ok - msg shm: rmmod hmc"
-else
-	echo "not ok - msg shm: rmmod hmc"
-	rc=1
-fi
-exit $rc
+ko_remove

@@ -5,39 +5,15 @@
 # from rank 0's process: peer-connected for ranks 1 and 2, peer-failed of
 # rank 1 with an errno, then peer-connected of rank 1 again (the joiner),
 # and both departures. Inserts $HMC_KO and removes it.
-set -u
+SUITE=world-events
+# shellcheck source=tests/vm/suites/hmc-ko.lib
+. "$(dirname "$0")/hmc-ko.lib"
 run=$HMC_BUILD/tests/world/world_test
-hmcstat=$HMC_BUILD/tools/hmcstat
-out=$(mktemp) err=$(mktemp) log=$(mktemp)
-rc=0
 
-ok() { echo "ok - world-events: $*"; }
-nok() { echo "not ok - world-events: $*"; rc=1; }
-loaded() { [ -d /sys/module/hmc ]; }
-
-cleanup() {
-	[ -n "${watch:-}" ] && kill "$watch" 2>/dev/null
-	loaded && rmmod hmc
-	rm -f "$out" "$err" "$log"
-}
-trap cleanup EXIT
-
-for p in "$run" "$hmcstat"; do
-	[ -x "$p" ] || { nok "$p is missing (make)"; exit 1; }
-done
-if loaded || ! insmod "$HMC_KO"; then
-	nok "insmod $HMC_KO"
-	exit 1
-fi
-ok "insmod hmc"
-
-"$hmcstat" -w -j >"$out" 2>"$err" &
-watch=$!
-for _ in $(seq 100); do
-	grep -q "watching hmc events" "$err" && break
-	sleep 0.1
-done
-grep -q "watching hmc events" "$err" || { nok "hmcstat -w did not start"; exit 1; }
+ko_insert "$run" "$hmcstat"
+out=$(mktemp) log=$(mktemp)
+tmpfiles+=("$out" "$log")
+events_watch "$out"
 
 # Not under timeout(1): $! must be rank 0 itself (the suite has a limit).
 UCX_TLS=tcp,self "$run" churn >"$log" 2>&1 &
@@ -48,27 +24,10 @@ else
 	nok "churn run"
 	grep '^not ok' "$log" | sed 's/^/# /'
 fi
-sleep 1		# events go out from a workqueue
-kill -TERM "$watch"
-wait "$watch"
-watch=
+events_stop
 
 # "event peer errno" for rank 0's peer events, in order.
-lines=$(awk -v pid="$me" '
-	function field(k,   m) {
-		if (match($0, "\"" k "\":\"[^\"]*\"")) {
-			m = substr($0, RSTART, RLENGTH); sub("^\"" k "\":\"", "", m);
-			sub("\"$", "", m); return m
-		}
-		if (match($0, "\"" k "\":[0-9]+")) {
-			m = substr($0, RSTART, RLENGTH); sub("^\"" k "\":", "", m);
-			return m
-		}
-		return "-"
-	}
-	field("pid") == pid && field("event") ~ /^peer-/ {
-		print field("event"), field("peer"), field("errno")
-	}' "$out")
+lines=$(events_of "$out" "$me" 'field("event") ~ /^peer-/' event peer errno)
 echo "$lines" | sed 's/^/# /'
 # at EVENT PEER [N]: the line number of the Nth such event (default 1st).
 at() {
@@ -88,9 +47,4 @@ errno=$(echo "$lines" | sed -n "${f1:-0}p" | awk '{ print $3 }')
 [ "$(echo "$lines" | grep -c '^peer-disconnected')" -ge 2 ] &&
 	ok "rank 2 and the joiner left" || nok "rank 2 and the joiner left"
 
-if rmmod hmc && ! loaded; then
-	ok "rmmod hmc"
-else
-	nok "rmmod hmc"
-fi
-exit $rc
+ko_remove
