@@ -8,21 +8,11 @@
 #include <unistd.h>
 
 #include "sys/host.h"
+#include "sys/util.h"
 
 static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
 static uint8_t boot_id[HOST_BOOT_ID_LEN];
 static int boot_err = -ENOENT;
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* "7b7f248b-b77a-4124-acd7-ed89ce9f46e7\n": 32 hex digits and dashes. */
 static void boot_id_read(void)
@@ -42,8 +32,8 @@ static void boot_id_read(void)
 	for (i = 0; i < n && k < HOST_BOOT_ID_LEN; i++) {
 		if (text[i] == '-')
 			continue;
-		hi = hexval(text[i]);
-		lo = i + 1 < n ? hexval(text[i + 1]) : -1;
+		hi = hex_digit(text[i]);
+		lo = i + 1 < n ? hex_digit(text[i + 1]) : -1;
 		if (hi < 0 || lo < 0)
 			return;
 		id[k++] = (uint8_t)(hi << 4 | lo);

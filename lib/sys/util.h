@@ -95,6 +95,18 @@ static inline void list_del(struct list_node *n)
 	for (pos = (head)->next, tmp = pos->next; pos != (head); \
 	     pos = tmp, tmp = pos->next)
 
+/* The value of hex digit @c, or -1. */
+static inline int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* ---- big-endian wire encoding */
 static inline void put_be16(uint8_t *p, uint16_t v) { v = htobe16(v); __builtin_memcpy(p, &v, 2); }
 static inline void put_be32(uint8_t *p, uint32_t v) { v = htobe32(v); __builtin_memcpy(p, &v, 4); }

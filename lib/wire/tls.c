@@ -362,16 +362,18 @@ int tls_stream_handshake_wait(struct stream *s, int64_t deadline)
 	return rc;
 }
 
-int tls_stream_read_full(struct stream *s, void *buf, size_t len, int64_t deadline)
+/* All @len bytes through @s, one way, waiting until @deadline. */
+static int stream_full(struct stream *s, uint8_t *p, size_t len,
+		       int64_t deadline, bool write)
 {
-	uint8_t *p = buf;
 	ssize_t n;
 	int rc;
 
 	while (len) {
-		n = tls_stream_read(s, p, len);
+		n = write ? tls_stream_write(s, p, len) :
+			    tls_stream_read(s, p, len);
 		if (n == -EAGAIN) {
-			rc = stream_wait(s, POLLIN, deadline);
+			rc = stream_wait(s, write ? POLLOUT : POLLIN, deadline);
 			if (rc)
 				return rc;
 			continue;
@@ -384,25 +386,14 @@ int tls_stream_read_full(struct stream *s, void *buf, size_t len, int64_t deadli
 	return 0;
 }
 
-int tls_stream_write_full(struct stream *s, const void *buf, size_t len,
-		      int64_t deadline)
+int tls_stream_read_full(struct stream *s, void *buf, size_t len,
+			 int64_t deadline)
 {
-	const uint8_t *p = buf;
-	ssize_t n;
-	int rc;
+	return stream_full(s, buf, len, deadline, false);
+}
 
-	while (len) {
-		n = tls_stream_write(s, p, len);
-		if (n == -EAGAIN) {
-			rc = stream_wait(s, POLLOUT, deadline);
-			if (rc)
-				return rc;
-			continue;
-		}
-		if (n < 0)
-			return (int)n;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+int tls_stream_write_full(struct stream *s, const void *buf, size_t len,
+			  int64_t deadline)
+{
+	return stream_full(s, (uint8_t *)buf, len, deadline, true);
 }

@@ -114,17 +114,6 @@ static void hex_encode(const uint8_t *b, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-static int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* 0, -ENOENT (unset or empty) or -EINVAL (not a number below 2^32). */
 static int env_u32(const char *name, uint32_t *out)
 {
@@ -990,8 +979,8 @@ int hmc_world_uid_from_hex(const char *hex, struct hmc_world_uid *uid)
 	if (!hex || !uid || strlen(hex) != 2 * HMC_WORLD_UID_LEN)
 		return -EINVAL;
 	for (i = 0; i < HMC_WORLD_UID_LEN; i++) {
-		hi = hex_val(hex[2 * i]);
-		lo = hex_val(hex[2 * i + 1]);
+		hi = hex_digit(hex[2 * i]);
+		lo = hex_digit(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
 		uid->bytes[i] = (uint8_t)(hi << 4 | lo);
