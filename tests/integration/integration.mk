@@ -31,5 +31,5 @@ $(ITEST_DIR)/%: tests/integration/%.c tests/integration/itest.h \
 
 .PHONY: integration-test
 _test: integration-test
-integration-test: $(ITEST_PROGS)
+integration-test: $(ITEST_PROGS) $(HMCPERF)	# hmcperf-shm runs hmcperf
 	@O=$(O) tests/integration/run.sh
