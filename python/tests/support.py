@@ -53,6 +53,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def master_port():
+    """A MASTER_PORT for torchrun's variables whose next port, where
+    hmc.init_world() puts its store, is free as well."""
+    while True:
+        port = free_port()
+        with socket.socket() as s:
+            try:
+                s.bind((LOOPBACK, port + 1))
+            except OSError:
+                continue
+        return port
+
+
 def try_import(name):
     """The module, or None (its tests skip) unless HMC_PY_REQUIRE, a
     comma-separated list, names it: `make test` requires NumPy."""

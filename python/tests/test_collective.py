@@ -11,8 +11,8 @@ import unittest
 
 import hmc
 from hmc import collective
-from support import (CHILD_ENV, LOOPBACK, PEERS, TestCase, free_port, pattern,
-                     try_import)
+from support import (CHILD_ENV, LOOPBACK, PEERS, TestCase, free_port,
+                     master_port, pattern, try_import)
 
 np = try_import("numpy")
 torch = try_import("torch")
@@ -143,21 +143,8 @@ class WorldTest(unittest.TestCase):
     """Group.of_world(): 3 processes from hmc.init_world(), started with
     torchrun's variables as test_world does."""
 
-    @staticmethod
-    def two_free_ports():
-        """MASTER_PORT, with MASTER_PORT + 1 (the world's store) free too."""
-        import socket
-        while True:
-            port = free_port()
-            with socket.socket() as s:
-                try:
-                    s.bind((LOOPBACK, port + 1))
-                except OSError:
-                    continue
-            return port
-
     def test_collectives_over_a_world(self):
-        port = self.two_free_ports()
+        port = master_port()
         procs = []
         for r in range(3):
             env = dict(CHILD_ENV, RANK=str(r), WORLD_SIZE="3",

@@ -8,12 +8,12 @@ import subprocess
 import sys
 import unittest
 
-from support import CHILD_ENV, PEERS, free_port
+from support import CHILD_ENV, PEERS, master_port
 
 
 class TestWorldNextToTorch(unittest.TestCase):
     def test_three_ranks_torchrun_env(self):
-        port = free_port()
+        port = master_port()
         procs = []
         for r in range(3):
             env = dict(CHILD_ENV, RANK=str(r), WORLD_SIZE="3",
