@@ -42,6 +42,21 @@ static int load_secret(struct hmc_comm *c, const char *secret)
 	return 0;
 }
 
+/* What hmc_comm_create() sets up before anything can fail, and @c. */
+static void comm_free(struct hmc_comm *c)
+{
+	if (c->secret) {
+		explicit_bzero(c->secret, c->secret_len);
+		free(c->secret);
+	}
+	tls_ctx_destroy(c->tls_srv);
+	tls_ctx_destroy(c->tls_cli);
+	free(c->ib_dev);
+	pthread_mutex_destroy(&c->xport_lock);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
 int hmc_comm_create(struct hmc_buf *buf, const struct hmc_comm_opts *opts,
 		    struct hmc_comm **out)
 {
@@ -126,13 +141,7 @@ err_reqs:
 		close(c->report_fd);
 	req_table_fini(&c->reqs);
 err:
-	tls_ctx_destroy(c->tls_srv);
-	tls_ctx_destroy(c->tls_cli);
-	free(c->ib_dev);
-	free(c->secret);
-	pthread_mutex_destroy(&c->xport_lock);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	comm_free(c);
 	return rc;
 }
 
@@ -163,16 +172,7 @@ void hmc_comm_destroy(struct hmc_comm *c)
 	if (c->report_fd >= 0)
 		close(c->report_fd);
 	req_table_fini(&c->reqs);
-	if (c->secret) {
-		explicit_bzero(c->secret, c->secret_len);
-		free(c->secret);
-	}
-	tls_ctx_destroy(c->tls_srv);
-	tls_ctx_destroy(c->tls_cli);
-	free(c->ib_dev);
-	pthread_mutex_destroy(&c->xport_lock);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	comm_free(c);
 }
 
 uint32_t hmc_comm_rank(const struct hmc_comm *c)

@@ -66,6 +66,26 @@ def master_port():
         return port
 
 
+def run_torchrun_ranks(test, peer, n=3):
+    """Start @n ranks of PEERS/@peer with torchrun's variables (torchrun
+    itself fails on Python 3.11) and check that each exits 0 after
+    printing "rank R: ok"."""
+    port = master_port()
+    procs = []
+    for r in range(n):
+        env = dict(CHILD_ENV, RANK=str(r), WORLD_SIZE=str(n),
+                   LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
+                   MASTER_ADDR=LOOPBACK, MASTER_PORT=str(port),
+                   UCX_TLS="posix,cma,self")
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(PEERS, peer)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    for r, p in enumerate(procs):
+        out, _ = p.communicate(timeout=120)
+        test.assertEqual(p.returncode, 0, out.decode())
+        test.assertIn("rank %d: ok" % r, out.decode())
+
+
 def try_import(name):
     """The module, or None (its tests skip) unless HMC_PY_REQUIRE, a
     comma-separated list, names it: `make test` requires NumPy."""

@@ -3,16 +3,13 @@
 thread each: alltoall direct and ring, allgather, broadcast from every
 root, every byte checked; with bytes, NumPy arrays and torch tensors."""
 
-import os
-import subprocess
-import sys
 import threading
 import unittest
 
 import hmc
 from hmc import collective
-from support import (CHILD_ENV, LOOPBACK, PEERS, TestCase, free_port,
-                     master_port, pattern, try_import)
+from support import (LOOPBACK, TestCase, free_port, pattern, run_torchrun_ranks,
+                     try_import)
 
 np = try_import("numpy")
 torch = try_import("torch")
@@ -144,20 +141,7 @@ class WorldTest(unittest.TestCase):
     torchrun's variables as test_world does."""
 
     def test_collectives_over_a_world(self):
-        port = master_port()
-        procs = []
-        for r in range(3):
-            env = dict(CHILD_ENV, RANK=str(r), WORLD_SIZE="3",
-                       LOCAL_RANK=str(r), LOCAL_WORLD_SIZE="3",
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       UCX_TLS="posix,cma,self")
-            procs.append(subprocess.Popen(
-                [sys.executable, os.path.join(PEERS, "world_coll_peer.py")],
-                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
-        for r, p in enumerate(procs):
-            out, _ = p.communicate(timeout=120)
-            self.assertEqual(p.returncode, 0, out.decode())
-            self.assertIn("rank %d: ok" % r, out.decode())
+        run_torchrun_ranks(self, "world_coll_peer.py")
 
 
 if __name__ == "__main__":
