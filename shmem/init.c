@@ -43,6 +43,11 @@ void shm_fatal(const char *call, const char *fmt, ...)
 		fprintf(stderr, "shmem: PE %d: %s: %s\n", shm.me, call, msg);
 	else
 		fprintf(stderr, "shmem: %s: %s\n", call, msg);
+	/*
+	 * No launcher may span the hosts: end the remote PEs ourselves, so
+	 * that they do not report us as the failure in lines of their own.
+	 */
+	shm_peer_exit(1);
 	_exit(1);
 }
 

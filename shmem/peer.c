@@ -330,7 +330,7 @@ static void *target(uint32_t from, const struct req_hdr *h, uint64_t len)
 	void *p = shm_sym_local(h->seg, h->off, len);
 
 	if (!p)
-		shm_fatal("shmem", "PE %u asked for %llu bytes at %llu of segment %u, outside this PE's symmetric memory",
+		shm_fatal("progress", "PE %u asked for %llu bytes at %llu of segment %u, outside this PE's symmetric memory",
 			  from, (unsigned long long)len,
 			  (unsigned long long)h->off, h->seg);
 	return p;
@@ -344,14 +344,14 @@ static void serve(uint32_t from, size_t got)
 	int err;
 
 	if (got < sizeof(*h))
-		shm_fatal("shmem", "PE %u sent a request of %zu bytes", from,
+		shm_fatal("progress", "PE %u sent a request of %zu bytes", from,
 			  got);
 	switch (h->kind) {
 	case RQ_PUT:
 		p = target(from, h, h->len);
 		if (h->len <= INLINE_MAX) {
 			if (got != sizeof(*h) + h->len)
-				shm_fatal("shmem", "PE %u sent a put of %zu bytes for %llu",
+				shm_fatal("progress", "PE %u sent a put of %zu bytes for %llu",
 					  from, got - sizeof(*h),
 					  (unsigned long long)h->len);
 			memcpy(p, rx.data, h->len);
@@ -360,7 +360,7 @@ static void serve(uint32_t from, size_t got)
 		err = hmc_comm_recv(pr.comm, from, h->tag, p, h->len,
 				    HMC_MEM_CPU, NULL, pr.timeout_ms);
 		if (err)
-			lost("shmem", (int)from, err);
+			lost("progress", (int)from, err);
 		break;
 	case RQ_GET:
 		answer(from, h->tag, target(from, h, h->len), h->len);
@@ -368,7 +368,7 @@ static void serve(uint32_t from, size_t got)
 	case RQ_AMO:
 		if ((h->size != 4 && h->size != 8) || h->amo >= SHM_AMO_NR ||
 		    h->off & (h->size - 1U))
-			shm_fatal("shmem", "PE %u sent an invalid atomic operation",
+			shm_fatal("progress", "PE %u sent an invalid atomic operation",
 				  from);
 		old = shm_amo_apply(target(from, h, h->size), h->size,
 				    (enum shm_amo_op)h->amo, h->val, h->cond);
@@ -385,7 +385,7 @@ static void serve(uint32_t from, size_t got)
 		fflush(NULL);
 		_exit(h->status);
 	default:
-		shm_fatal("shmem", "PE %u sent a request of unknown kind %u",
+		shm_fatal("progress", "PE %u sent a request of unknown kind %u",
 			  from, h->kind);
 	}
 }
@@ -397,7 +397,7 @@ static void watch_peers(void)
 	for (pe = 0; pe < shm.npes; pe++)
 		if (pe != shm.me && !__atomic_load_n(&pr.bye[pe], __ATOMIC_ACQUIRE) &&
 		    !hmc_comm_is_connected(pr.comm, (uint32_t)pe))
-			shm_fatal("shmem", "PE %d is gone (it failed or ended without shmem_finalize); ending the job",
+			shm_fatal("progress", "PE %d is gone (it failed or ended without shmem_finalize); ending the job",
 				  pe);
 }
 
@@ -413,7 +413,7 @@ static void *progress(void *arg)
 					     &rx, sizeof(rx), HMC_MEM_CPU, &st,
 					     &r);
 			if (err)
-				shm_fatal("shmem", "cannot receive requests: %s",
+				shm_fatal("progress", "cannot receive requests: %s",
 					  strerror(-err));
 		}
 		err = hmc_comm_wait(pr.comm, r, POLL_MS);
@@ -424,7 +424,7 @@ static void *progress(void *arg)
 		r = 0;
 		if (err) {
 			watch_peers();
-			shm_fatal("shmem", "receiving a request failed: %s",
+			shm_fatal("progress", "receiving a request failed: %s",
 				  strerror(-err));
 		}
 		serve(st.source, st.len);

@@ -2,7 +2,9 @@
 # Run every OpenSHMEM conformance test under oshrun (hmcrun) with 1, 2, 3
 # and 4 PEs (more PEs than this machine has cores on purpose) and under
 # Open MPI's mpirun with 4 (PMIx), then shmemx_init_attr() from a world and
-# from a unique id, then the failure-path tests.
+# from a unique id, then the failure-path tests, then the remote path:
+# a PE in another pid namespace, every PE remote (HMC_SHMEM_MAP=0), and
+# PEs across two network namespaces (netns.sh).
 # Usage: tests/shmem/run.sh BUILD_DIR
 set -eu
 O=${1:-build}
@@ -150,4 +152,6 @@ for t in "$O"/tests/shmem/test_*; do
 		fi
 	done
 done
+# PEs on two hosts: network namespaces joined by a veth pair (needs root).
+"$(dirname "$0")/netns.sh" "$O" || fail=1
 [ "$fail" = 0 ]
