@@ -26,8 +26,8 @@
  * has no request to serve; a peer gone without saying BYE (which
  * shmem_finalize sends after its last barrier) ends the job with one line,
  * as does a request or answer that fails or does not come within
- * HMC_WORLD_TIMEOUT. Tags from SHM_TAG_REQ up are ours on the world's
- * communicator (shmemx.h tells programs that share the world).
+ * HMC_WORLD_TIMEOUT. Tags from SHMEMX_COMM_TAG_BASE up are ours on the
+ * world's communicator (shmemx.h tells programs that share the world).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -40,7 +40,7 @@
 
 #include "internal.h"
 
-#define SHM_TAG_REQ	0x53484d0000000000ULL	/* "SHM" */
+#define SHM_TAG_REQ	SHMEMX_COMM_TAG_BASE
 /* Answers and put data: SHM_TAG_ONE + a sequence number of the sender's. */
 #define SHM_TAG_ONE	(SHM_TAG_REQ | 1ULL << 39)
 #define SHM_SEQ_MASK	((1ULL << 39) - 1)
