@@ -41,9 +41,15 @@
 #include "internal.h"
 
 #define SHM_TAG_REQ	SHMEMX_COMM_TAG_BASE
-/* Answers and put data: SHM_TAG_ONE + a sequence number of the sender's. */
-#define SHM_TAG_ONE	(SHM_TAG_REQ | 1ULL << 39)
-#define SHM_SEQ_MASK	((1ULL << 39) - 1)
+/*
+ * One message each: an answer's tag + a sequence number of the PE that
+ * receives it, put data's + one of the PE that sends it. Apart, so that
+ * the numbers two PEs draw each from its own counter never meet in one
+ * receiver's matching.
+ */
+#define SHM_TAG_ANSWER	(SHM_TAG_REQ | 1ULL << 39)
+#define SHM_TAG_DATA	(SHM_TAG_REQ | 1ULL << 38)
+#define SHM_SEQ_MASK	((1ULL << 38) - 1)
 /* Put data carried in the request, below hmc_comm's eager limit. */
 #define INLINE_MAX	(16 * 1024)
 /* How often an idle progress thread looks at its peers' connections. */
@@ -146,9 +152,9 @@ static void __attribute__((noreturn)) lost(const char *call, int pe, int err)
 	shm_fatal(call, "PE %d is unreachable: %s", pe, strerror(-err));
 }
 
-static uint64_t next_tag(void)
+static uint64_t next_tag(uint64_t space)
 {
-	return SHM_TAG_ONE |
+	return space |
 	       (__atomic_fetch_add(&pr.seq, 1, __ATOMIC_RELAXED) & SHM_SEQ_MASK);
 }
 
@@ -170,7 +176,7 @@ static void call_remote(const char *call, int pe, struct req_hdr *h,
 	hmc_req_t r;
 	int err;
 
-	h->tag = next_tag();
+	h->tag = next_tag(SHM_TAG_ANSWER);
 	err = hmc_comm_irecv(pr.comm, (uint32_t)pe, h->tag, out, len,
 			     HMC_MEM_CPU, &st, &r);
 	if (err)
@@ -220,7 +226,7 @@ void shm_put(const char *call, int pe, void *dest, const void *src,
 		memcpy(m.data, src, len);
 		send_req(call, pe, &m.h, sizeof(m.h) + len);
 	} else {
-		m.h.tag = next_tag();
+		m.h.tag = next_tag(SHM_TAG_DATA);
 		send_req(call, pe, &m.h, sizeof(m.h));
 		err = hmc_comm_send(pr.comm, (uint32_t)pe, m.h.tag, src, len,
 				    HMC_MEM_CPU, pr.timeout_ms);
@@ -288,7 +294,7 @@ void shm_quiet(void)
 		if (__atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) >= upto[pe])
 			continue;
 		/* The answers carry nothing; @dummy takes them all. */
-		h.tag = next_tag();
+		h.tag = next_tag(SHM_TAG_ANSWER);
 		err = hmc_comm_irecv(pr.comm, (uint32_t)pe, h.tag, &dummy,
 				     sizeof(dummy), HMC_MEM_CPU, &st, &r[pe]);
 		if (err)

@@ -1,11 +1,11 @@
 #!/bin/bash
 # PEs on two hosts of one machine: two network namespaces joined by a veth
-# pair, the PEs split evenly between them (consecutive ranks per host), the
-# world's store in the first, control over TCP. PEs of one namespace map
+# pair, the PEs split between them (consecutive ranks, the first host gets
+# the odd one), the world's store in the first, control over TCP. PEs of one namespace map
 # each other; those of the other namespace are remote (shmem/peer.c), which
 # the setup test proves (shmem_ptr to them is NULL; SHMEM_TEST_HOST_PES
-# tells the tests the layout). Runs every conformance test with 2 and 4
-# PEs, then a PE killed mid-run and a global_exit across the hosts, each of
+# tells the tests the layout). Runs every conformance test with 2, 3 and
+# 4 PEs, then a PE killed mid-run and a global_exit across the hosts, each of
 # which must end every PE, never hang. Only the veths made here are used;
 # the namespaces go away on exit, whatever happens.
 #   tests/shmem/netns.sh BUILD_DIR
@@ -47,7 +47,7 @@ done
 # run_pes N TIMEOUT PROG [ARGS...]: PE i's output in $tmp/out.i, status in
 # $tmp/rc.i (timeout's 124 if it hung).
 run_pes() {
-	local n=$1 to=$2 per=$(($1 / 2)) port=$((20000 + RANDOM % 20000))
+	local n=$1 to=$2 per=$((($1 + 1) / 2)) port=$((20000 + RANDOM % 20000))
 	local i h pids=()
 
 	shift 2
@@ -71,7 +71,7 @@ run_pes() {
 
 for t in ${NETNS_TESTS:-"$O"/tests/shmem/test_*}; do
 	name=$(basename "$t")
-	for n in 2 4; do
+	for n in 2 3 4; do
 		run_pes "$n" 180 "$t"
 		want="${name#test_}: $n PEs ok"
 		if [ "$(cat "$tmp"/rc.*)" = "$(printf '0\n%.0s' $(seq "$n"))" ] &&
