@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -89,6 +90,13 @@ static int scan_exe(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/*
+ * The segment holds, between the program's objects, the redzones an
+ * AddressSanitizer build puts around globals: whole pages are read here
+ * and written to the memfd by the kernel (a raw syscall, which its pwrite
+ * interceptor does not check), as any bytes.
+ */
+__attribute__((no_sanitize_address))
 static bool page_is_zero(const unsigned char *p)
 {
 	const uint64_t *w = (const uint64_t *)p;
@@ -124,7 +132,8 @@ static int share_in_place(struct shm_seg *seg, int *fdp)
 			continue;
 		while (off + run < seg->len && !page_is_zero(p + off + run))
 			run += page_size;
-		if (pwrite(fd, p + off, run, (off_t)off) != (ssize_t)run) {
+		if (syscall(SYS_pwrite64, fd, p + off, run, (off_t)off) !=
+		    (long)run) {
 			err = -EIO;
 			goto err_close;
 		}
