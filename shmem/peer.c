@@ -22,8 +22,8 @@
  * a put larger than INLINE_MAX follows its request as a message of its own
  * tag, which the target receives straight into the destination.
  *
- * Failures: the progress thread watches every peer's connection while it
- * has no request to serve; a peer gone without saying BYE (which
+ * Failures: the progress thread looks at every peer's connection every
+ * POLL_MS; a peer gone without saying BYE (which
  * shmem_finalize sends after its last barrier) ends the job with one line,
  * as does a request or answer that fails or does not come within
  * HMC_WORLD_TIMEOUT. Tags from SHMEMX_COMM_TAG_BASE up are ours on the
@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hmc/hmc.h>
@@ -407,13 +408,27 @@ static void watch_peers(void)
 				  pe);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void *progress(void *arg)
 {
 	struct hmc_msg_status st;
+	uint64_t watched = now_ms();
 	hmc_req_t r = 0;
 	int err;
 
 	while (!__atomic_load_n(&pr.stop, __ATOMIC_ACQUIRE)) {
+		/* Busy serving others, still notice a peer gone. */
+		if (now_ms() - watched >= POLL_MS) {
+			watch_peers();
+			watched = now_ms();
+		}
 		if (!r) {
 			err = hmc_comm_irecv(pr.comm, HMC_ANY_SOURCE, SHM_TAG_REQ,
 					     &rx, sizeof(rx), HMC_MEM_CPU, &st,
@@ -423,10 +438,8 @@ static void *progress(void *arg)
 					  strerror(-err));
 		}
 		err = hmc_comm_wait(pr.comm, r, POLL_MS);
-		if (err == -ETIMEDOUT) {
-			watch_peers();
+		if (err == -ETIMEDOUT)
 			continue;
-		}
 		r = 0;
 		if (err) {
 			watch_peers();
