@@ -23,7 +23,7 @@
  * tag, which the target receives straight into the destination.
  *
  * Failures: the progress thread looks at every peer's connection every
- * POLL_MS; a peer gone without saying BYE (which
+ * POLL_MS; a peer gone for GRACE_MS without saying BYE (which
  * shmem_finalize sends after its last barrier) ends the job with one line,
  * as does a request or answer that fails or does not come within
  * HMC_WORLD_TIMEOUT. Tags from SHMEMX_COMM_TAG_BASE up are ours on the
@@ -53,8 +53,14 @@
 #define SHM_SEQ_MASK	((1ULL << 38) - 1)
 /* Put data carried in the request, below hmc_comm's eager limit. */
 #define INLINE_MAX	(16 * 1024)
-/* How often an idle progress thread looks at its peers' connections. */
+/* How often the progress thread looks at its peers' connections. */
 #define POLL_MS		50
+/*
+ * How long a peer's connection may be down before it counts as failed
+ * without BYE: its last requests (BYE among them) may still wait behind
+ * other peers' to be matched and served.
+ */
+#define GRACE_MS	1000
 
 enum req_kind {
 	RQ_PUT = 1,
@@ -94,6 +100,7 @@ static struct {
 	uint64_t *sent;
 	uint64_t *acked;
 	uint8_t *bye;		/* said BYE: its disconnect is no failure */
+	uint64_t *down_since;	/* progress thread's: when seen down, or 0 */
 } pr;
 
 /*
@@ -397,23 +404,30 @@ static void serve(uint32_t from, size_t got)
 	}
 }
 
-static void watch_peers(void)
-{
-	int pe;
-
-	for (pe = 0; pe < shm.npes; pe++)
-		if (pe != shm.me && !__atomic_load_n(&pr.bye[pe], __ATOMIC_ACQUIRE) &&
-		    !hmc_comm_is_connected(pr.comm, (uint32_t)pe))
-			shm_fatal("progress", "PE %d is gone (it failed or ended without shmem_finalize); ending the job",
-				  pe);
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void watch_peers(uint64_t now)
+{
+	int pe;
+
+	for (pe = 0; pe < shm.npes; pe++) {
+		if (pe == shm.me || __atomic_load_n(&pr.bye[pe], __ATOMIC_ACQUIRE) ||
+		    hmc_comm_is_connected(pr.comm, (uint32_t)pe)) {
+			pr.down_since[pe] = 0;
+			continue;
+		}
+		if (!pr.down_since[pe])
+			pr.down_since[pe] = now;
+		else if (now - pr.down_since[pe] >= GRACE_MS)
+			shm_fatal("progress", "PE %d is gone (it failed or ended without shmem_finalize); ending the job",
+				  pe);
+	}
 }
 
 static void *progress(void *arg)
@@ -426,8 +440,8 @@ static void *progress(void *arg)
 	while (!__atomic_load_n(&pr.stop, __ATOMIC_ACQUIRE)) {
 		/* Busy serving others, still notice a peer gone. */
 		if (now_ms() - watched >= POLL_MS) {
-			watch_peers();
 			watched = now_ms();
+			watch_peers(watched);
 		}
 		if (!r) {
 			err = hmc_comm_irecv(pr.comm, HMC_ANY_SOURCE, SHM_TAG_REQ,
@@ -441,11 +455,9 @@ static void *progress(void *arg)
 		if (err == -ETIMEDOUT)
 			continue;
 		r = 0;
-		if (err) {
-			watch_peers();
+		if (err)
 			shm_fatal("progress", "receiving a request failed: %s",
 				  strerror(-err));
-		}
 		serve(st.source, st.len);
 	}
 	return NULL;
@@ -470,7 +482,8 @@ int shm_peer_init(char *why, size_t why_len)
 	pr.sent = calloc((size_t)shm.npes, sizeof(*pr.sent));
 	pr.acked = calloc((size_t)shm.npes, sizeof(*pr.acked));
 	pr.bye = calloc((size_t)shm.npes, sizeof(*pr.bye));
-	if (!pr.sent || !pr.acked || !pr.bye) {
+	pr.down_since = calloc((size_t)shm.npes, sizeof(*pr.down_since));
+	if (!pr.sent || !pr.acked || !pr.bye || !pr.down_since) {
 		err = -ENOMEM;
 		goto err_free;
 	}
@@ -494,6 +507,7 @@ err_free:
 	free(pr.sent);
 	free(pr.acked);
 	free(pr.bye);
+	free(pr.down_since);
 	pr.remote = false;
 	return err;
 }
@@ -519,6 +533,7 @@ void shm_peer_fini(void)
 	free(pr.sent);
 	free(pr.acked);
 	free(pr.bye);
+	free(pr.down_since);
 	pr.remote = false;
 }
 
