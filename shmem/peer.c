@@ -212,20 +212,13 @@ static void sent_one(int pe)
 	__atomic_fetch_add(&pr.sent[pe], 1, __ATOMIC_RELEASE);
 }
 
-void shm_put(const char *call, int pe, void *dest, const void *src,
-	     size_t len)
+/* Out of line: the mapped path keeps a small frame. */
+static void __attribute__((noinline))
+remote_put(const char *call, int pe, void *dest, const void *src, size_t len)
 {
 	struct req_msg m;
-	void *p;
 	int err;
 
-	if (!len)
-		return;
-	p = shm_peer_addr(dest, pe);
-	if (p) {
-		memcpy(p, src, len);
-		return;
-	}
 	memset(&m.h, 0, sizeof(m.h));
 	m.h.kind = RQ_PUT;
 	m.h.seg = locate(call, dest, &m.h.off);
@@ -242,6 +235,20 @@ void shm_put(const char *call, int pe, void *dest, const void *src,
 			lost(call, pe, err);
 	}
 	sent_one(pe);
+}
+
+void shm_put(const char *call, int pe, void *dest, const void *src,
+	     size_t len)
+{
+	void *p;
+
+	if (!len)
+		return;
+	p = shm_peer_addr(dest, pe);
+	if (p)
+		memcpy(p, src, len);
+	else
+		remote_put(call, pe, dest, src, len);
 }
 
 void shm_get(const char *call, int pe, void *dest, const void *src,
@@ -371,6 +378,9 @@ static void serve(uint32_t from, size_t got)
 			memcpy(p, rx.data, h->len);
 			break;
 		}
+		if (got != sizeof(*h))
+			shm_fatal("progress", "PE %u sent a put request of %zu bytes",
+				  from, got);
 		err = hmc_comm_recv(pr.comm, from, h->tag, p, h->len,
 				    HMC_MEM_CPU, NULL, pr.timeout_ms);
 		if (err)
