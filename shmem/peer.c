@@ -357,6 +357,37 @@ static void *target(uint32_t from, const struct req_hdr *h, uint64_t len)
 	return p;
 }
 
+/*
+ * A put's data into our memory. One aligned word (shmem_p, the usual
+ * flag a PE waits on with wait_until) is stored whole, as the CPU's own
+ * store of a mapped peer would be, never seen torn by the waiter's atomic
+ * loads.
+ */
+static void copy_in(void *p, const void *data, uint64_t len)
+{
+	uint64_t v = 0;
+
+	if ((len == 1 || len == 2 || len == 4 || len == 8) &&
+	    !((uintptr_t)p & (len - 1))) {
+		memcpy(&v, data, len);
+		switch (len) {
+		case 1:
+			__atomic_store_n((uint8_t *)p, (uint8_t)v, __ATOMIC_RELEASE);
+			return;
+		case 2:
+			__atomic_store_n((uint16_t *)p, (uint16_t)v, __ATOMIC_RELEASE);
+			return;
+		case 4:
+			__atomic_store_n((uint32_t *)p, (uint32_t)v, __ATOMIC_RELEASE);
+			return;
+		default:
+			__atomic_store_n((uint64_t *)p, v, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	memcpy(p, data, len);
+}
+
 static void serve(uint32_t from, size_t got)
 {
 	const struct req_hdr *h = &rx.h;
@@ -375,7 +406,7 @@ static void serve(uint32_t from, size_t got)
 				shm_fatal("progress", "PE %u sent a put of %zu bytes for %llu",
 					  from, got - sizeof(*h),
 					  (unsigned long long)h->len);
-			memcpy(p, rx.data, h->len);
+			copy_in(p, rx.data, h->len);
 			break;
 		}
 		if (got != sizeof(*h))
