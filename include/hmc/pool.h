@@ -15,8 +15,11 @@
  * host segments go through a communicator over the host segments (shm,
  * verbs or UCX, as HMC_TRANSPORT_AUTO picks), staged through a small
  * window of the ConnBuffer where the local side is not the segment
- * itself. Device segments are reached by their owner only: another rank's
- * device segment gives -EOPNOTSUPP.
+ * itself. Another rank's device segment (on this host or not) is reached
+ * through its owner, which moves the bytes between the wire and its
+ * device with its runtime, pipelined through message slots of both
+ * ConnBuffers; a NIC never takes device memory directly, as a
+ * communicator registers one memory region, its ConnBuffer.
  *
  * Copies are bounds-checked: a range must lie inside one segment of one
  * rank (-ERANGE otherwise, straddling included). A rank that left or

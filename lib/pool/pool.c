@@ -421,13 +421,14 @@ static int setup_buffer(struct hmc_pool *p, const struct hmc_pool_opts *o,
 {
 	HMC_OPTS(hmc_comm_opts, co, .rank = p->rank,
 		 .connect_timeout_ms = p->timeout_ms,
-		 .op_timeout_ms = p->timeout_ms);
+		 .op_timeout_ms = p->timeout_ms,
+		 .msg_region = POOL_MSG_REGION, .msg_slot_size = POOL_MSG_SLOT);
 	const char *ip = getenv("HMC_WORLD_ADDR");
 	int ret;
 
 	ret = hmc_buf_create(HMC_MEM_CPU, 0,
-			     pool_stage_off(p, o->host_size) + POOL_STAGE_SIZE,
-			     NULL, &p->buf);
+			     pool_stage_off(p, o->host_size) + POOL_STAGE_SIZE +
+			     POOL_MSG_REGION, NULL, &p->buf);
 	if (ret)
 		return ret;
 	/* Shareable where the backing allows (memfd, /dev/hmc). */
@@ -464,6 +465,7 @@ static int check_opts(const struct hmc_pool_opts *o)
 static void pool_free(struct hmc_pool *p)
 {
 	pool_copy_stop(p);
+	pool_serve_stop(p);
 	if (p->comm)
 		hmc_comm_destroy(p->comm);
 	if (p->base)
@@ -565,6 +567,8 @@ int hmc_pool_create(struct hmc_world *world, const struct hmc_pool_opts *opts,
 			 p->timeout_ms);
 	if (!ret)
 		ret = pool_copy_start(p);
+	if (!ret)
+		ret = pool_serve_start(p);
 	if (!ret)
 		ret = hmc_world_barrier(world, p->timeout_ms);
 	if (ret)

@@ -3,10 +3,12 @@
  * The pool's insides (include/hmc/pool.h is the interface).
  *
  * Each rank's ConnBuffer holds, in this order: its host segment, the
- * extra context (an 8-byte length, then up to 64 KiB), the subgroup inbox
- * and the staging window through which copies between remote segments
- * and memory outside the ConnBuffer go. Every offset follows from the
- * rank's host segment size, so peers compute them.
+ * extra context (an 8-byte length, then up to 64 KiB), the subgroup inbox,
+ * the staging window through which copies between remote segments and
+ * memory outside the ConnBuffer go, and last the message layer's slots,
+ * through which device segments are reached (owner.c). Every offset but
+ * the last follows from the rank's host segment size, so peers compute
+ * them; the message layer says where its slots are itself.
  */
 #ifndef HMC_LIB_POOL_POOL_H
 #define HMC_LIB_POOL_POOL_H
@@ -26,6 +28,9 @@
 #define POOL_STAGE_CHUNK	(256UL << 10)
 #define POOL_STAGE_SLOTS	4
 #define POOL_STAGE_SIZE		(POOL_STAGE_SLOTS * POOL_STAGE_CHUNK)
+/* Message slots (half to send, half to receive), for device segments. */
+#define POOL_MSG_SLOT		(256U << 10)
+#define POOL_MSG_REGION		(8 * (uint64_t)POOL_MSG_SLOT)
 
 enum pool_rank_state {
 	POOL_RANK_NONE,		/* no member, or no pool there */
@@ -90,6 +95,12 @@ struct hmc_pool {
 	bool q_stop;
 	bool q_started;
 	pthread_t worker;
+
+	/* Serving our device segment to the other ranks (owner.c). */
+	uint32_t next_id;		/* of our requests to other owners */
+	bool serve_stop;
+	bool serve_started;
+	pthread_t server;
 };
 
 static inline size_t pool_extra_off(const struct hmc_pool *p, uint64_t host_size)
@@ -116,5 +127,15 @@ int pool_rank_check(struct hmc_pool *p, uint32_t rank);
 /* copy.c */
 int pool_copy_start(struct hmc_pool *p);
 void pool_copy_stop(struct hmc_pool *p);
+
+/* owner.c: our device segment served to others, and theirs reached. */
+int pool_serve_start(struct hmc_pool *p);
+void pool_serve_stop(struct hmc_pool *p);
+/* @len bytes at @src (memory of @src_type) to @off of @rank's device segment. */
+int pool_dev_write(struct hmc_pool *p, uint32_t rank, uint64_t off,
+		   const void *src, uint32_t src_type, size_t len);
+/* @len bytes at @off of @rank's device segment into @dst (of @dst_type). */
+int pool_dev_read(struct hmc_pool *p, uint32_t rank, uint64_t off, void *dst,
+		  uint32_t dst_type, size_t len);
 
 #endif
