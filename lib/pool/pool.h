@@ -24,9 +24,17 @@
 #define POOL_SLOT_ALIGN		(2UL << 20)
 #define POOL_EXTRA_AREA		(8 + HMC_POOL_EXTRA_MAX)
 #define POOL_INBOX_SIZE		(1UL << 20)
-/* Slots of the window, so chunks are copied while others are on the wire. */
-#define POOL_STAGE_CHUNK	(256UL << 10)
-#define POOL_STAGE_SLOTS	4
+/*
+ * Slots of the window, so chunks are copied while others are on the wire.
+ * Small chunks keep the staged bytes in cache from our copy to the
+ * transport's (a socket's copy, a NIC's read), and one chunk with its
+ * tcp frame header fits a 64 KiB segment: across two network namespaces
+ * over tcp, 1 MiB copies against a put of 1 MiB from the ConnBuffer went
+ * from a median of 0.81 with 256 KiB chunks to 1.19 with these (0.93 with
+ * 32 KiB, 0.82 with 64 KiB: the header spills over).
+ */
+#define POOL_STAGE_CHUNK	(56UL << 10)
+#define POOL_STAGE_SLOTS	18
 #define POOL_STAGE_SIZE		(POOL_STAGE_SLOTS * POOL_STAGE_CHUNK)
 /* Message slots (half to send, half to receive), for device segments. */
 #define POOL_MSG_SLOT		(256U << 10)
