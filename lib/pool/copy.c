@@ -91,26 +91,35 @@ static int resolve_global(struct hmc_pool *p, const void *addr, size_t len,
 	return 0;
 }
 
-/* What this process's memory at @addr is: CPU or the pool's device type. */
+/*
+ * What this process's memory at @addr is: CPU or the pool's device type,
+ * and, for registered memory moved into the ConnBuffer, where it lies
+ * there (@loc->ptr then its alias in the buffer: the same bytes, which the
+ * message layer recognises as the buffer's).
+ */
 static int classify_local(struct hmc_pool *p, const void *addr, size_t len,
-			  uint32_t *type)
+			  struct loc *loc)
 {
-	uintptr_t a = (uintptr_t)addr;
-	size_t i;
-	int dev;
+	const struct pool_user_range *u;
+	int dev, ret;
 
+	loc->ptr = (char *)addr;
+	loc->in_buf = false;
 	pthread_mutex_lock(&p->lock);
-	for (i = 0; i < p->nr_user; i++) {
-		const struct pool_user_range *u = &p->user[i];
-
-		if (a >= u->start && a - u->start < u->len) {
-			*type = u->type;
-			pthread_mutex_unlock(&p->lock);
-			return len <= u->len - (a - u->start) ? 0 : -ERANGE;
+	ret = pool_user_find(p, (uintptr_t)addr, len, &u);
+	if (u) {
+		loc->type = u->type;
+		if (!ret && u->moved) {
+			loc->buf_off = p->user_off + u->user_off +
+				       ((uintptr_t)addr - u->start);
+			loc->ptr = (char *)hmc_buf_ptr(p->buf) + loc->buf_off;
+			loc->in_buf = true;
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
-	*type = HMC_MEM_CPU;
+	if (u)
+		return ret;
+	loc->type = HMC_MEM_CPU;
 	if (p->dev_type == HMC_MEM_CPU)
 		return 0;
 	dev = mem_ptr_device(p->dev_type, addr);
@@ -121,7 +130,7 @@ static int classify_local(struct hmc_pool *p, const void *addr, size_t len,
 			 addr, hmc_mem_type_name(p->dev_type), dev, p->dev_id);
 		return -EINVAL;
 	}
-	*type = p->dev_type;
+	loc->type = p->dev_type;
 	return 0;
 }
 
@@ -157,7 +166,7 @@ static int resolve(struct hmc_pool *p, const void *addr, size_t len,
 	if ((uintptr_t)addr + len < (uintptr_t)addr ||
 	    (uintptr_t)p->base - (uintptr_t)addr < len)
 		return -ERANGE;
-	ret = classify_local(p, addr, len, &loc->type);
+	ret = classify_local(p, addr, len, loc);
 	if (ret)
 		return ret;
 	if ((want == SIDE_L && loc->type == HMC_MEM_CPU) ||
@@ -168,8 +177,6 @@ static int resolve(struct hmc_pool *p, const void *addr, size_t len,
 		return -EINVAL;
 	}
 	loc->rank = -1;
-	loc->ptr = (char *)addr;
-	loc->in_buf = false;
 	loc->host_seg = false;
 	loc->served = false;
 	return 0;

@@ -5,10 +5,11 @@
  * Each rank's ConnBuffer holds, in this order: its host segment, the
  * extra context (an 8-byte length, then up to 64 KiB), the subgroup inbox,
  * the staging window through which copies between remote segments and
- * memory outside the ConnBuffer go, and last the message layer's slots,
- * through which device segments are reached (owner.c). Every offset but
- * the last follows from the rank's host segment size, so peers compute
- * them; the message layer says where its slots are itself.
+ * memory outside the ConnBuffer go, the room for registered user memory
+ * (page-aligned), and last the message layer's slots, through which
+ * device segments are reached (owner.c). Peers compute the offsets up to
+ * the window's from the rank's host segment size; they never address the
+ * rest, and the message layer says where its slots are itself.
  */
 #ifndef HMC_LIB_POOL_POOL_H
 #define HMC_LIB_POOL_POOL_H
@@ -62,6 +63,8 @@ struct pool_user_range {
 	uintptr_t start;
 	size_t len;
 	uint32_t type;		/* enum hmc_mem_type */
+	bool moved;		/* its pages are the ConnBuffer's, at user_off */
+	size_t user_off;	/* with moved: in the user memory room */
 };
 
 struct hmc_pool {
@@ -89,6 +92,8 @@ struct hmc_pool {
 	struct pool_rank *ranks;
 	struct pool_user_range *user;
 	size_t nr_user;
+	size_t user_off;		/* the room for user memory: ours only */
+	size_t user_size;
 
 	pthread_mutex_t stage_lock;	/* the staging window */
 	pthread_mutex_t group_lock;	/* the inbox: one subgroup call at once */
@@ -131,6 +136,13 @@ static inline size_t pool_stage_off(const struct hmc_pool *p, uint64_t host_size
  * -ECONNRESET (left or failed, now or before).
  */
 int pool_rank_check(struct hmc_pool *p, uint32_t rank);
+
+/*
+ * The registered range holding [@addr, @addr + @len), if any, under
+ * p->lock; -ERANGE if the range runs past it.
+ */
+int pool_user_find(struct hmc_pool *p, uintptr_t addr, size_t len,
+		   const struct pool_user_range **u);
 
 /* copy.c */
 int pool_copy_start(struct hmc_pool *p);

@@ -6,7 +6,8 @@
  * batches, each region written by one rank and read back by all, every
  * byte checked; with -d, every kind that reaches another rank's device
  * segment too; refused copies (out of range, straddling, wrong kind);
- * extra contexts, allgathers and subgroups.
+ * registered user memory moved into the ConnBuffer and copied without
+ * staging; extra contexts, allgathers and subgroups.
  *
  *   pool_test [-M] [-d cuda|rocm|ascend|cnrt|musa] [-m churn]
  * -M: every rank is on this host, so every host segment must be mapped
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <hmc/pool.h>
@@ -37,6 +39,7 @@
 #include "pattern.h"
 
 #define TIMEOUT_MS	20000
+#define USER_ROOM	(2 << 20)	/* user_mem_size */
 #define REGION		50021		/* odd: no alignment helps */
 #define DEV_REGION	20011
 
@@ -530,6 +533,131 @@ static void remote_device(struct hmc_pool *pool)
 	       me, round);
 }
 
+/* Whether this process maps @addr from a file (the ConnBuffer's memfd or
+ * dma-buf) rather than anonymous memory. */
+static bool mapped_from_file(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long lo, hi, ino;
+	char line[512], path[256];
+	bool file = false;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		path[0] = '\0';
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %lu %255s", &lo, &hi, &ino,
+			   path) < 3)
+			continue;
+		if ((uintptr_t)addr >= lo && (uintptr_t)addr < hi) {
+			file = ino != 0;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return file;
+}
+
+/*
+ * Registered user memory: a page-aligned CPU range moves into the
+ * ConnBuffer's room (same address, same bytes, now the buffer's pages), is
+ * used straight by copies to and from every rank (and the next rank's
+ * device segment), and gets private pages back, with its bytes, when it is
+ * unregistered; ranges that cannot move (unaligned, too large for the
+ * room) are classified only and still copy.
+ */
+static void user_mem(struct hmc_pool *pool)
+{
+	const size_t len = (1 << 20) + 3 * 4096;	/* in the 2 MiB room */
+	char *mem = mmap(NULL, 3 * USER_ROOM, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *back = malloc(len);
+	uint32_t t, next = (me + 1) % n;
+	const size_t part = 65537;	/* the bytes each rank exchanges */
+	char *in = mem + 700000;	/* where they land, in the range */
+
+	CHECK(mem != MAP_FAILED, "mmap");
+	if (mem == MAP_FAILED)
+		return;
+	pattern_fill(mem, len, seed(50, me, 0));
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem, len, HMC_MEM_CPU), 0);
+	check_bytes((uint8_t *)mem, len, seed(50, me, 0), "registering kept the bytes",
+		    me, me);
+	CHECK(mapped_from_file(mem), "a registered aligned range is still anonymous memory");
+
+	/* From it to every rank's host segment, and back into it. */
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+
+		CHECK_RET(hmc_pool_copy(pool, seg + HOFF + me * part,
+					mem + t * 4096 + 1, part, HMC_POOL_H2G,
+					t & 1 ? HMC_POOL_COPY_ASYNC : 0), 0);
+	}
+	CHECK_RET(hmc_pool_wait(pool, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+		uint32_t w = (me + t) % n;	/* a writer, one per target */
+
+		memset(in, 0, part);
+		CHECK_RET(hmc_pool_copy(pool, in, seg + HOFF + w * part, part,
+					HMC_POOL_AUTO, 0), 0);
+		pattern_fill(back, part + t * 4096 + 1, seed(50, w, 0));
+		CHECK(!memcmp(in, back + t * 4096 + 1, part),
+		      "into registered memory: writer %u, target %u", w, t);
+	}
+	/* The next rank's device segment, its owner pulling from our room. */
+	if (dev_type != HMC_MEM_CPU && n > 1) {
+		char *dseg = hmc_pool_ptr(pool, HMC_POOL_DEVICE, next);
+
+		CHECK_RET(hmc_pool_copy(pool, dseg + DOFF, mem, 300001,
+					HMC_POOL_H2G, 0), 0);
+		memset(in, 0, 300001);
+		CHECK_RET(hmc_pool_copy(pool, in, dseg + DOFF, 300001,
+					HMC_POOL_G2H, 0), 0);
+		CHECK(!memcmp(in, mem, 300001),
+		      "device segment to registered memory");
+	}
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+
+	/* Unregistered: private pages again, with what was written there. */
+	memcpy(back, mem, len);
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem), 0);
+	CHECK(!memcmp(back, mem, len), "unregistering lost bytes");
+	CHECK(!mapped_from_file(mem), "an unregistered range is still the ConnBuffer's");
+
+	/* Ranges that cannot move: unaligned, and larger than the room. */
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem + 8, 4096, HMC_MEM_CPU),
+		  0);
+	CHECK(!mapped_from_file(mem), "an unaligned range moved");
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem + 8), 0);
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem, 3 * USER_ROOM,
+					     HMC_MEM_CPU), 0);
+	CHECK(!mapped_from_file(mem), "a range larger than the room moved");
+	pattern_fill(mem, part, seed(51, me, 0));
+	CHECK_RET(hmc_pool_copy(pool, hmc_pool_ptr(pool, HMC_POOL_HOST, next) +
+				HOFF + me * part, mem, part, HMC_POOL_H2G, 0), 0);
+	CHECK_RET(hmc_pool_copy(pool, back, hmc_pool_ptr(pool, HMC_POOL_HOST,
+							 next) + HOFF + me * part,
+				part, HMC_POOL_G2H, 0), 0);
+	check_bytes(back, part, seed(51, me, 0), "a staged registered range", me,
+		    next);
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem), 0);
+
+	/* Two moved ranges share the room; the second one past the first. */
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem, 4096, HMC_MEM_CPU), 0);
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem + USER_ROOM, 8192,
+					     HMC_MEM_CPU), 0);
+	CHECK(mapped_from_file(mem) && mapped_from_file(mem + USER_ROOM),
+	      "two small ranges did not both move");
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem), 0);
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem + USER_ROOM), 0);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	munmap(mem, 3 * USER_ROOM);
+	free(back);
+	printf("ok - rank %u: registered user memory, straight to the wire\n",
+	       me);
+}
+
 static void refusals(struct hmc_pool *pool)
 {
 	uint8_t buf[64] = { 0 };
@@ -938,7 +1066,8 @@ int main(int argc, char **argv)
 	{
 		HMC_OPTS(hmc_pool_opts, po, .host_size = host_size(me),
 			 .device_size = dev_size(me), .device_type = dev_type,
-			 .device_id = 0, .timeout_ms = TIMEOUT_MS);
+			 .device_id = 0, .timeout_ms = TIMEOUT_MS,
+			 .user_mem_size = USER_ROOM);
 
 		ret = hmc_pool_create(world, &po, &pool);
 	}
@@ -963,10 +1092,24 @@ int main(int argc, char **argv)
 	if (dev_type != HMC_MEM_CPU && n > 1)
 		remote_device(pool);
 	refusals(pool);
+	user_mem(pool);
 	threads(pool);
 	control(pool);
 	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
-	CHECK_RET(hmc_pool_destroy(pool), 0);
+	{
+		/* Still registered at destroy: it gets its pages back. */
+		char *mem = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		pattern_fill(mem, 8192, seed(52, me, 0));
+		CHECK_RET(hmc_pool_register_user_mem(pool, mem, 8192,
+						     HMC_MEM_CPU), 0);
+		CHECK_RET(hmc_pool_destroy(pool), 0);
+		CHECK(!mapped_from_file(mem), "destroy left user memory shared");
+		check_bytes((uint8_t *)mem, 8192, seed(52, me, 0),
+			    "user memory after destroy", me, me);
+		munmap(mem, 8192);
+	}
 	check_mock();
 	CHECK_RET(hmc_world_finalize(world), 0);
 	printf("%s - rank %u: %d checks, %d failed\n",
