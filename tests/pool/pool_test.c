@@ -224,6 +224,46 @@ static void host_kinds(struct hmc_pool *pool)
 	       me, n);
 }
 
+/*
+ * Sizes around the staging window's chunks (56 KiB) and the window (18 of
+ * them), to the next rank's host segment from host memory and back: each
+ * rank is written by the previous one only.
+ */
+static void stage_sizes(struct hmc_pool *pool)
+{
+	static const size_t sizes[] = {
+		57343, 57344, 57345, 3 * 57344 + 1, 18 * 57344 - 1, 18 * 57344,
+		18 * 57344 + 1, 2 * 18 * 57344 + 4097,
+	};
+	const size_t max = 2 * 18 * 57344 + 4097;
+	uint8_t *out = malloc(max), *in = malloc(max);
+	uint32_t next = (me + 1) % n, prev = (me + n - 1) % n, i;
+	char *to = hmc_pool_ptr(pool, HMC_POOL_HOST, next) + HOFF;
+	char *mine = hmc_pool_ptr(pool, HMC_POOL_HOST, me) + HOFF;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+		pattern_fill(out, sizes[i], seed(60 + i, me, next));
+		CHECK_RET(hmc_pool_copy(pool, to, out, sizes[i], HMC_POOL_H2G,
+					i & 1 ? HMC_POOL_COPY_ASYNC : 0), 0);
+		CHECK_RET(hmc_pool_wait(pool, TIMEOUT_MS), 0);
+		memset(in, 0, sizes[i]);
+		CHECK_RET(hmc_pool_copy(pool, in, to, sizes[i], HMC_POOL_G2H, 0),
+			  0);
+		check_bytes(in, sizes[i], seed(60 + i, me, next),
+			    "staged sizes, read back", me, next);
+		CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+		memset(in, 0, sizes[i]);
+		CHECK_RET(hmc_pool_copy(pool, in, mine, sizes[i], HMC_POOL_GH2H,
+					0), 0);
+		check_bytes(in, sizes[i], seed(60 + i, prev, me),
+			    "staged sizes, written", prev, me);
+		CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	}
+	free(out);
+	free(in);
+	printf("ok - rank %u: staged copies around the window's chunks\n", me);
+}
+
 #define THREADS		3
 
 struct copier {
@@ -352,11 +392,11 @@ static void device_kinds(struct hmc_pool *pool)
 /*
  * Sizes around the boundaries of the ways a remote device segment is
  * reached: eager messages (32 KiB), message slots (256 KiB), the staging
- * window of relays (1 MiB).
+ * window of relays (18 x 56 KiB), 1 MiB.
  */
 static const size_t rdev_sizes[] = {
-	1, 4095, 32768, 32769, 262143, 262144, 262145, 600001, 1048576,
-	1048577,
+	1, 4095, 32768, 32769, 262143, 262144, 262145, 600001, 1032192,
+	1032193, 1048577,
 };
 
 /* How a round's writer fills the next rank's device segment. */
@@ -1087,6 +1127,7 @@ int main(int argc, char **argv)
 					   HMC_POOL_HOST, r)), r);
 	}
 	host_kinds(pool);
+	stage_sizes(pool);
 	if (dev_type != HMC_MEM_CPU)
 		device_kinds(pool);
 	if (dev_type != HMC_MEM_CPU && n > 1)
