@@ -55,6 +55,7 @@
  * engine.lock and outside comm->lock and the request table's lock.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1601,6 +1602,185 @@ static int wait_msg(struct hmc_comm *c, hmc_req_t id, int timeout_ms,
 	return req_result(&c->reqs, id, true);
 }
 
+/*
+ * The blocking forms' short cut through the rings: no request, no op, no
+ * round of the engine, as long as the ring takes the message or one is
+ * there for us. Anything else (the socket, a full ring, a rendezvous, an
+ * earlier receive or send still waiting) takes the ordinary path.
+ */
+
+/* The connection to @rank with its ring up (msg->lock held), or NULL. */
+static struct msg_peer *mp_ring(struct msg *m, uint32_t rank)
+{
+	struct list_node *n;
+
+	for (n = m->peers.next; n != &m->peers; n = n->next) {
+		struct msg_peer *mp = container_of(n, struct msg_peer, node);
+
+		if (mp->peer->rank == rank)
+			return mp->tx_on ? mp : NULL;
+	}
+	return NULL;
+}
+
+/* Send eagerly into the ring now: 1 if it went, 0 if not, or an error. */
+static int send_now(struct hmc_comm *c, uint32_t rank, uint64_t tag,
+		    const void *data, size_t len, enum hmc_mem_type type)
+{
+	struct msg *m = msg_of(c);
+	struct msg_peer *mp;
+	bool wake = false;
+	struct peer *p;
+	uint8_t *d;
+	int rc = 0;
+
+	if (!c || len > HMC_MSG_EAGER_MAX || (!data && len) ||
+	    tag == HMC_ANY_TAG || (unsigned int)type > HMC_MEM_MUSA)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	mp = mp_ring(m, rank);
+	/* Behind queued envelopes, it would overtake them. */
+	if (!mp || !list_empty(&mp->outq) || len > ring_eager_max(&mp->tx))
+		goto out;
+	if (peer_use(c, rank, &p))
+		goto out;
+	if (p == mp->peer && (d = ring_reserve(&mp->tx, (uint32_t)len))) {
+		rc = host_copy(type, d, data, len, false);
+		if (!rc) {
+			ring_commit(&mp->tx, (uint32_t)len, MK_EAGER, 0, tag);
+			wake = ring_wake_needed(mp->tx_awake);
+			rc = 1;
+		}
+	}
+	peer_unuse(p);
+	if (wake && send_id(m, mp, MK_WAKE, 0, 0))
+		comm_peer_error(c, mp->peer, -EIO);
+out:
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/* Fill what a receive got from @mp. */
+static void got(struct hmc_msg_status *st, struct msg_peer *mp, uint64_t tag,
+		uint64_t len)
+{
+	if (!st)
+		return;
+	st->source = mp->peer->rank;
+	st->tag = tag;
+	st->len = len;
+	st->error = 0;
+}
+
+/*
+ * Receive an eager message that is here, unexpected or in a ring, if no
+ * earlier receive could take it: 1 if one came, 0 if not, or an error.
+ * Records in the way go to the unexpected queue, as a round would put
+ * them.
+ */
+static int recv_now(struct hmc_comm *c, uint32_t rank, uint64_t tag,
+		    void *data, size_t cap, enum hmc_mem_type type,
+		    struct hmc_msg_status *st)
+{
+	const struct msg_op want = { .rank = rank, .tag = tag };
+	struct msg *m = msg_of(c);
+	const struct ring_rec *rec;
+	struct list_node *n;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (!list_empty(&m->posted))
+		goto out;
+	for (n = m->unexpected.next; n != &m->unexpected; n = n->next) {
+		struct msg_in *in = container_of(n, struct msg_in, node);
+
+		if (!matches(&want, in->rank, in->tag))
+			continue;
+		if (in->rts || in->size > cap)
+			goto out;	/* ordinary: a rendezvous, or -EMSGSIZE */
+		rc = host_copy(type, data, in->data, in->size, true);
+		got(st, in->mp, in->tag, in->size);
+		in_free(in);
+		rc = rc ? rc : 1;
+		goto out;
+	}
+	for (n = m->peers.next; n != &m->peers; n = n->next) {
+		struct msg_peer *mp = container_of(n, struct msg_peer, node);
+
+		if (!mp->rx_on || !peer_up(mp->peer))
+			continue;
+		while (!rc && (rec = ring_peek(&mp->rx))) {
+			if (rec->kind == MK_EAGER && rec->len <= cap &&
+			    rec->tag != HMC_ANY_TAG &&
+			    matches(&want, mp->peer->rank, rec->tag)) {
+				rc = host_copy(type, data, rec + 1, rec->len,
+					       true);
+				got(st, mp, rec->tag, rec->len);
+				ring_consume(&mp->rx, rec);
+				rc = rc ? rc : 1;
+				break;
+			}
+			if (matches(&want, mp->peer->rank, rec->tag))
+				rc = -EAGAIN;	/* ordinary, as above */
+			else
+				break;
+		}
+		if (rc == -EAGAIN) {
+			rc = 0;
+			break;
+		}
+		if (!rc && rec) {
+			/*
+			 * Queue what is in the way; the next call looks at the
+			 * queue first, so that this source's older messages are
+			 * matched before others' newer ones.
+			 */
+			ring_poll(m, mp);
+			break;
+		}
+		if (ring_release(&mp->rx) && send_id(m, mp, MK_WAKE, 0, 0))
+			comm_peer_error(c, mp->peer, -EIO);
+		if (rc)
+			break;
+	}
+out:
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/*
+ * A blocking receive while rings are read: poll for a while without a
+ * request, driving the engine now and then for the rest.
+ */
+#define MSG_POLL_EVERY	16	/* recv_now()s per engine poll and clock read */
+
+static int recv_spin(struct hmc_comm *c, uint32_t rank, uint64_t tag,
+		     void *data, size_t cap, enum hmc_mem_type type,
+		     struct hmc_msg_status *st)
+{
+	int64_t until = 0;
+	unsigned int i;
+	int rc;
+
+	for (i = 1;; i++) {
+		rc = recv_now(c, rank, tag, data, cap, type, st);
+		if (rc)
+			return rc;
+		if (i % MSG_POLL_EVERY)
+			continue;
+		if (!until)
+			until = now_ns() + MSG_SPIN_NS;
+		else if (now_ns() > until)
+			return 0;
+		if (!engine_trylock(&c->engine)) {
+			engine_poll(&c->engine);
+			engine_unlock_quiet(&c->engine);
+		}
+		/* On a busy host, let the sender (or whoever) run. */
+		sched_yield();
+	}
+}
+
 int hmc_comm_send(struct hmc_comm *c, uint32_t peer, uint64_t tag,
 		  const void *data, size_t len, enum hmc_mem_type mem_type,
 		  int timeout_ms)
@@ -1608,6 +1788,9 @@ int hmc_comm_send(struct hmc_comm *c, uint32_t peer, uint64_t tag,
 	hmc_req_t id;
 	int rc;
 
+	rc = send_now(c, peer, tag, data, len, mem_type);
+	if (rc)
+		return rc < 0 ? rc : 0;
 	rc = post_send(c, peer, tag, data, len, mem_type, &id);
 	return rc ? rc : wait_msg(c, id, timeout_ms, len);
 }
@@ -1619,6 +1802,12 @@ int hmc_comm_recv(struct hmc_comm *c, uint32_t source, uint64_t tag,
 	hmc_req_t id;
 	int rc;
 
+	if (c && (data || !len) && (unsigned int)mem_type <= HMC_MEM_MUSA &&
+	    __atomic_load_n(&msg_of(c)->nr_rx_on, __ATOMIC_RELAXED)) {
+		rc = recv_spin(c, source, tag, data, len, mem_type, status);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
 	rc = post_recv(c, source, tag, data, len, mem_type, status, &id);
 	return rc ? rc : wait_msg(c, id, timeout_ms, len);
 }
