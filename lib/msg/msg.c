@@ -134,6 +134,7 @@ struct msg_chunk {
 	bool remote_slot;	/* the sender's slot: give it back (GOT) */
 	int slot;		/* our receiving slot, or -1: straight in */
 	hmc_req_t get;		/* 0 until posted */
+	bool copied;		/* copied out of the shm mapping instead */
 };
 
 struct msg_op {
@@ -711,14 +712,25 @@ static struct msg_op *find_op(struct list_node *list, uint64_t id)
 	return NULL;
 }
 
-/* Post the gets that can go (msg->lock held): events, or an error. */
+/*
+ * Post the gets that can go (msg->lock held, and engine.lock: the shm
+ * mapping stays): events, or an error. Over shm, data bound for memory
+ * outside our ConnBuffer is copied straight out of the peer's mapping:
+ * one copy on each side (theirs into the slot, ours out of it) instead of
+ * a get into our slot and a copy out of that, so that the two processes
+ * share the work of a large message evenly.
+ */
 static int pull(struct msg *m, struct msg_op *op)
 {
 	struct hmc_comm *c = m->c;
+	uint8_t *map = NULL;
 	struct list_node *n;
 	struct msg_chunk *ch;
-	uint64_t dst;
+	uint64_t dst, map_size;
 	int rc, events = 0;
+
+	if (!op->in_buf && op->mp->peer->xops->type == HMC_TRANSPORT_SHM)
+		map = xport_shm_peer_map(op->mp->peer->xpeer, &map_size);
 
 	/* A direct message announces itself chunk by chunk here. */
 	while (op->direct && op->staged < op->size &&
@@ -737,8 +749,19 @@ static int pull(struct msg *m, struct msg_op *op)
 	}
 	for (n = op->chunks.next; n != &op->chunks; n = n->next) {
 		ch = container_of(n, struct msg_chunk, node);
-		if (ch->get)
+		if (ch->get || ch->copied)
 			continue;
+		if (map) {
+			if (range_check(map_size, ch->remote_off, ch->len))
+				return -ERANGE;
+			rc = host_copy(op->mem_type, op->data + ch->msg_off,
+				       map + ch->remote_off, ch->len, true);
+			if (rc)
+				return rc;
+			ch->copied = true;
+			events++;
+			continue;
+		}
 		if (op->in_buf) {
 			dst = op->buf_off + ch->msg_off;
 		} else {
@@ -772,14 +795,16 @@ static int land(struct msg *m, struct msg_peer *mp, struct msg_op *op,
 	list_for_each_safe(n, tmp, &op->chunks) {
 		struct msg_chunk *ch = container_of(n, struct msg_chunk, node);
 
-		if (!ch->get)
+		if (!ch->get && !ch->copied)
 			break;
-		rc = req_result(&m->c->reqs, ch->get, true);
-		if (rc == -EINPROGRESS)
-			break;
-		ch->get = 0;
-		if (rc)
-			return rc;
+		if (ch->get) {
+			rc = req_result(&m->c->reqs, ch->get, true);
+			if (rc == -EINPROGRESS)
+				break;
+			ch->get = 0;
+			if (rc)
+				return rc;
+		}
 		if (ch->remote_slot) {
 			hdr(b, MK_GOT, 0, 0);
 			put_be64(b + 8, op->msg_id);
@@ -1139,9 +1164,14 @@ static int msg_progress(struct hmc_comm *c)
 			bool finished = false;
 
 			rc = land(m, mp, op, &finished);
-			if (rc >= 0) {
+			if (rc >= 0 && !finished) {
 				events += rc;
-				rc = finished ? 0 : pull(m, op);
+				rc = pull(m, op);
+				/* Copies out of a shm mapping are done: land them. */
+				if (rc > 0) {
+					events += rc;
+					rc = land(m, mp, op, &finished);
+				}
 			}
 			if (rc < 0) {
 				/* The sender waits for the rest: fail the pair. */
