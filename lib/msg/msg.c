@@ -1780,15 +1780,19 @@ out:
 
 /*
  * A blocking receive while rings are read: poll for a while without a
- * request, driving the engine now and then for the rest.
+ * request, driving the engine now and then for the rest. Past the first
+ * microseconds, each of those turns also yields the CPU: on a host with
+ * more runnable threads than CPUs the sender may be waiting for ours,
+ * while a sender on a CPU of its own answers before that.
  */
 #define MSG_POLL_EVERY	16	/* recv_now()s per engine poll and clock read */
+#define MSG_YIELD_NS	(2 * 1000)	/* polling alone, before yielding */
 
 static int recv_spin(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 		     void *data, size_t cap, enum hmc_mem_type type,
 		     struct hmc_msg_status *st)
 {
-	int64_t until = 0;
+	int64_t start = 0, now;
 	unsigned int i;
 	int rc;
 
@@ -1798,16 +1802,17 @@ static int recv_spin(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 			return rc;
 		if (i % MSG_POLL_EVERY)
 			continue;
-		if (!until)
-			until = now_ns() + MSG_SPIN_NS;
-		else if (now_ns() > until)
+		now = now_ns();
+		if (!start)
+			start = now;
+		else if (now - start > MSG_SPIN_NS)
 			return 0;
 		if (!engine_trylock(&c->engine)) {
 			engine_poll(&c->engine);
 			engine_unlock_quiet(&c->engine);
 		}
-		/* On a busy host, let the sender (or whoever) run. */
-		sched_yield();
+		if (now - start > MSG_YIELD_NS)
+			sched_yield();
 	}
 }
 
