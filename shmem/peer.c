@@ -21,6 +21,9 @@
  * answers: an answer means everything sent before it was applied. Data of
  * a put larger than INLINE_MAX follows its request as a message of its own
  * tag, which the target receives straight into the destination.
+ * Every remote byte moves as a message (hmc_comm stages large ones through
+ * its slots); one-sided puts and gets into a ConnBuffer backed by the heap
+ * memfd would spare those copies for the heap, not for globals.
  *
  * Failures: the progress thread looks at every peer's connection every
  * POLL_MS; a peer gone for GRACE_MS without saying BYE (which
