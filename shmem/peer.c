@@ -575,6 +575,7 @@ static void serve(uint32_t from, size_t got)
 		break;
 	case RQ_EXIT:
 		fflush(NULL);
+		answer(from, h->tag, &zero, sizeof(zero));
 		_exit(h->status);
 	default:
 		shm_fatal("progress", "PE %u sent a request of unknown kind %u",
@@ -722,17 +723,43 @@ void shm_peer_fini(void)
 	pr.remote = false;
 }
 
+/*
+ * Every peer answers EXIT before it exits: we wait (up to EXIT_WAIT_MS)
+ * for the answers, so that our own exit cannot drop the request before
+ * the peer took it (see shm_peer_fini()).
+ */
+#define EXIT_WAIT_MS	1000
+
 bool shm_peer_exit(int status)
 {
 	struct req_hdr h = { .kind = RQ_EXIT, .status = status };
+	struct hmc_msg_status st;
+	uint64_t dummy, deadline;
+	hmc_req_t *r;
 	int pe;
 
 	if (!pr.remote)
 		return false;
 	/* Best effort: a peer that is gone already needs no ending. */
-	for (pe = 0; pe < shm.npes; pe++)
-		if (pe != shm.me)
-			(void)hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ,
-					    &h, sizeof(h), HMC_MEM_CPU, 1000);
+	r = calloc((size_t)shm.npes, sizeof(*r));
+	deadline = now_ms() + EXIT_WAIT_MS;
+	for (pe = 0; r && pe < shm.npes; pe++) {
+		if (pe == shm.me)
+			continue;
+		h.tag = next_tag(SHM_TAG_ANSWER);
+		if (hmc_comm_irecv(pr.comm, (uint32_t)pe, h.tag, &dummy,
+				   sizeof(dummy), HMC_MEM_CPU, &st, &r[pe]))
+			r[pe] = 0;
+		else if (hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ, &h,
+				       sizeof(h), HMC_MEM_CPU, EXIT_WAIT_MS))
+			r[pe] = 0;
+	}
+	for (pe = 0; r && pe < shm.npes; pe++) {
+		uint64_t now = now_ms();
+
+		if (r[pe])
+			(void)hmc_comm_wait(pr.comm, r[pe],
+					    now < deadline ? (int)(deadline - now) : 0);
+	}
 	return true;
 }
