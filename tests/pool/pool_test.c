@@ -942,6 +942,13 @@ static void welcome(struct hmc_world *world, struct hmc_pool *pool)
 	       joiner);
 }
 
+static void *kill_later(void *arg)
+{
+	usleep(300 * 1000);
+	raise(SIGKILL);
+	return arg;
+}
+
 /*
  * The last rank leaves, the one before dies; the others copy to both
  * until their copies fail, then go on among themselves; the leaver joins
@@ -973,7 +980,21 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 		goto out;
 	}
 	if (me == victim) {
-		usleep(300 * 1000);
+		pthread_t killer;
+
+		/*
+		 * It dies in the middle of copies to the survivors' device
+		 * segments (host ones without -d): their owners' services must
+		 * go on serving the others.
+		 */
+		CHECK(!pthread_create(&killer, NULL, kill_later, NULL),
+		      "pthread_create");
+		pattern_fill(buf, REGION, seed(34, me, 0));
+		for (i = 0; i < 1000000; i++)
+			for (r = 0; r < ng; r++)
+				hmc_pool_copy(pool, (dsegs[r] ? dsegs[r] : segs[r]) +
+					      region_off(5, me), buf, REGION,
+					      HMC_POOL_H2G, 0);
 		raise(SIGKILL);
 	}
 	/*
@@ -1022,6 +1043,11 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 		CHECK_RET(hmc_pool_copy(pool, segs[r] + region_off(1, me), buf,
 					REGION, HMC_POOL_H2G, 0), 0);
 	}
+	for (r = 0; r < ng && dsegs[r]; r++) {
+		pattern_fill(buf, REGION, seed(35, me, r));
+		CHECK_RET(hmc_pool_copy(pool, dsegs[r] + region_off(1, me), buf,
+					REGION, HMC_POOL_H2G, 0), 0);
+	}
 	CHECK_RET(hmc_pool_group_barrier(pool, 301, survivors, ng, TIMEOUT_MS),
 		  0);
 	for (r = 0; r < ng; r++) {
@@ -1029,6 +1055,12 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 					REGION, HMC_POOL_G2H, 0), 0);
 		check_bytes(buf, REGION, seed(31, r, me), "after the churn", r,
 			    me);
+		if (!dsegs[me])
+			continue;
+		CHECK_RET(hmc_pool_copy(pool, buf, dsegs[me] + region_off(1, r),
+					REGION, HMC_POOL_G2H, 0), 0);
+		check_bytes(buf, REGION, seed(35, r, me),
+			    "device segment after the churn", r, me);
 	}
 	printf("ok - rank %u: leave and SIGKILL seen as -ECONNRESET\n", me);
 	welcome(world, pool);
