@@ -307,8 +307,11 @@ struct hmc_comm_opts {
 	 * most 64 MiB; rounded down to whole slots), in slots of msg_slot_size
 	 * bytes (default 256 KiB; a multiple of 4096, halved while fewer than
 	 * two fit; a region without two 4 KiB slots makes every message
-	 * -ENOSPC). One-sided users keep the rest; messages never touch it
-	 * unless the caller's own data lies there.
+	 * -ENOSPC). A region of 576 KiB or more in a CPU ConnBuffer starts
+	 * with the rings of same-host peers' small messages (64 KiB per peer,
+	 * up to 8, within an eighth of it); the slots take the rest.
+	 * One-sided users keep the rest; messages never touch it unless the
+	 * caller's own data lies there.
 	 */
 	uint64_t msg_region;
 	uint32_t msg_slot_size;
@@ -447,8 +450,10 @@ int hmc_comm_barrier(struct hmc_comm *comm, int timeout_ms);
  * Receives are matched in the order they were posted.
  *
  * Protocols: messages up to HMC_MSG_EAGER_MAX bytes travel with their
- * envelope on the control connection and are buffered by the receiver
- * until a receive takes them (a send completes once its data has left).
+ * envelope on the control connection, or between peers of the shm
+ * transport through a ring in the receiver's message region, and are
+ * buffered by the receiver until a receive takes them (a send completes
+ * once its data has left).
  * Larger ones are announced and pulled by the receiver once matched: with
  * get() straight from the sender's ConnBuffer when the source lies in it,
  * else through the sender's staging slots, which it refills as the

@@ -72,6 +72,11 @@ struct comm_ext {
 		     uint32_t len);
 	/* Every progress round (engine.lock held): events handled. */
 	int (*progress)(struct hmc_comm *c);
+	/*
+	 * About to sleep (engine.lock held): -EBUSY if work came in that no
+	 * event would announce, else 0.
+	 */
+	int (*arm)(struct hmc_comm *c);
 	/* hmc_comm_destroy(), once every peer is closed and the engine stopped. */
 	void (*fini)(struct hmc_comm *c);
 };

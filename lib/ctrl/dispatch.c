@@ -143,7 +143,11 @@ static int round_prepare(void *arg, int64_t *deadline)
 
 static int round_arm(void *arg)
 {
-	return comm_xports_arm(arg);
+	struct hmc_comm *c = arg;
+
+	if (c->ext && c->ext->arm(c) == -EBUSY)
+		return -EBUSY;
+	return comm_xports_arm(c);
 }
 
 static void round_unwatch(void *arg)

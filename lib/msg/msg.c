@@ -14,11 +14,34 @@
  *   GOT    receiver -> sender: my get of your slot is done, reuse it;
  *   FIN    receiver -> sender: all of a DIRECT message is here, or the
  *          message failed (status);
- *   CREDIT receiver -> sender: envelope bytes taken off the wire.
+ *   CREDIT receiver -> sender: envelope bytes taken off the wire;
+ *   RING   receiver -> sender: write your envelopes into my ring (below);
+ *   RING_ON sender -> receiver: from here on they are there;
+ *   WAKE   either way: a ring has a record, or room, for a sleeper.
  * A sender has at most MSG_WINDOW bytes of envelopes (EAGER with its data,
  * RTS) unacknowledged per peer, so that control sockets never fill and
  * block a progress round on both sides at once; the other kinds are
  * bounded by the slots.
+ *
+ * Rings: between peers on the shm transport (each maps the other's
+ * ConnBuffer), envelopes travel through a ring in the receiver's message
+ * region instead (ring.h): an 8-byte message is one cache line written by
+ * the sender and read by the receiver, no system call on either side.
+ * Each side offers the peer a ring as soon as it has state for it; the
+ * peer answers RING_ON on the control connection and from then on puts
+ * every envelope, EAGER and RTS alike, into the ring, never on the
+ * socket. The receiver reads the ring only once it has read that RING_ON,
+ * that is after every envelope sent before it: one path at a time per
+ * direction, switched once, in order, so nothing overtakes. Everything
+ * but envelopes (CTS, DATA, GOT, FIN) stays on the socket: those follow a
+ * match, which follows the envelope. The ring is the credit (a full ring
+ * keeps sends queued until the receiver makes room) and its records are
+ * whole or unseen. Receivers poll their rings in every progress round
+ * (blocking forms spin for a while first) and, before they sleep, say so
+ * in a word of the ring area, which a sender that finds it cleared
+ * answers with a WAKE frame; a sender that finds the ring full is woken
+ * the same way when room is made. A ring's records die with its
+ * connection, as unread socket frames do.
  *
  * Slots: the last msg_region bytes of our ConnBuffer, the first half for
  * data we send, the second for data we receive. Sending slots are freed by
@@ -32,6 +55,7 @@
  * engine.lock and outside comm->lock and the request table's lock.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,8 +65,10 @@
 #include "mem/buf.h"
 #include "mem/mem.h"
 #include "msg/msg.h"
+#include "msg/ring.h"
 #include "sys/log.h"
 #include "wire/conn.h"
+#include "xport/xport.h"
 
 #define MSG_SLOT_DEFAULT	(256u * 1024)
 #define MSG_REGION_MAX_DEFAULT	(64ull << 20)
@@ -57,6 +83,15 @@
 #define MSG_DIRECT_CHUNK	(4ull << 20)	/* one get of a direct message */
 #define MSG_DIRECT_INFLIGHT	4	/* gets in flight per direct message */
 #define MSG_SPIN_NS		(50 * 1000)	/* a large blocking one polls first */
+#define MSG_RINGS_MAX		8	/* peers with a ring into us, at most */
+#define MSG_RING_CELLS		1024u	/* 64 KiB: any eager message fits */
+/*
+ * The ring area at the start of the message region: the awake word's
+ * line, each ring's control line, then the rings' cells.
+ */
+#define MSG_RING_HDR		4096u
+#define MSG_RING_BYTES		((uint64_t)MSG_RING_CELLS * RING_CELL)
+#define MSG_RTS_REC_LEN		24u	/* id, size, source offset */
 
 enum msg_kind {
 	MK_EAGER = 1,
@@ -66,12 +101,16 @@ enum msg_kind {
 	MK_GOT,
 	MK_FIN,
 	MK_CREDIT,
+	MK_RING,
+	MK_RING_ON,
+	MK_WAKE,
 };
 
 #define MSG_HDR_LEN		8	/* kind, flags, 0, 0, s32 status */
 #define MSG_EAGER_HDR_LEN	(MSG_HDR_LEN + 8)
 #define MSG_RTS_LEN		(MSG_HDR_LEN + 32)
-#define MSG_ID_LEN		(MSG_HDR_LEN + 8)	/* CTS, FIN, CREDIT */
+#define MSG_ID_LEN		(MSG_HDR_LEN + 8)	/* CTS, FIN, CREDIT, RING_ON, WAKE */
+#define MSG_RING_LEN		(MSG_HDR_LEN + 24)
 #define MSG_DATA_LEN		(MSG_HDR_LEN + 32)
 #define MSG_GOT_LEN		(MSG_HDR_LEN + 24)
 #define MSG_F_DIRECT		(1u << 0)	/* RTS: src_off is valid */
@@ -95,6 +134,7 @@ struct msg_chunk {
 	bool remote_slot;	/* the sender's slot: give it back (GOT) */
 	int slot;		/* our receiving slot, or -1: straight in */
 	hmc_req_t get;		/* 0 until posted */
+	bool copied;		/* copied out of the shm mapping instead */
 };
 
 struct msg_op {
@@ -149,6 +189,14 @@ struct msg_peer {
 	struct list_node outq;	/* sends whose envelope waits */
 	struct list_node sends;	/* sends whose envelope left */
 	struct list_node recvs;	/* matched receives */
+	/* Its envelopes to us: our ring rx_ring (or -1), read once rx_on. */
+	int rx_ring;
+	bool rx_on;
+	struct ring_rx rx;
+	/* Ours to it, in its ring once tx_on (in its ConnBuffer: pin it). */
+	bool tx_on;
+	struct ring_tx tx;
+	uint32_t *tx_awake;	/* its awake word */
 };
 
 struct msg {
@@ -163,6 +211,13 @@ struct msg {
 	struct list_node posted;	/* receives not matched, in post order */
 	struct list_node unexpected;	/* arrivals not matched, in order */
 	unsigned int busy;	/* atomic: ops in flight (progress has work) */
+	/* Our rings, in the ring area at ring_off (nr_rings 0: none). */
+	uint64_t ring_off;
+	uint32_t nr_rings;
+	unsigned int nr_rx_on;	/* atomic: rings being read */
+	uint32_t *awake;	/* our awake word (ring.h) */
+	struct msg_peer *ring_owner[MSG_RINGS_MAX];
+	uint16_t ring_gen[MSG_RINGS_MAX];
 };
 
 static inline struct msg *msg_of(struct hmc_comm *c)
@@ -241,6 +296,61 @@ static void mp_put(struct msg_peer *mp)
 	free(mp);
 }
 
+/* ------------------------------------------------------------ rings */
+
+static uint8_t *ring_area(struct msg *m)
+{
+	return (uint8_t *)hmc_buf_ptr(m->c->buf) + m->ring_off;
+}
+
+/*
+ * Offer @mp's peer a ring of ours for its envelopes, if it reaches us over
+ * shm and a ring is free; else it keeps the socket (msg->lock held).
+ */
+static void ring_offer(struct msg *m, struct msg_peer *mp)
+{
+	uint8_t b[MSG_RING_LEN];
+	uint32_t i;
+	uint16_t gen;
+
+	if (mp->peer->xops->type != HMC_TRANSPORT_SHM)
+		return;
+	for (i = 0; i < m->nr_rings && m->ring_owner[i]; i++)
+		;
+	if (i == m->nr_rings)
+		return;
+	/* 0 is no generation: a zeroed cell never matches. */
+	gen = ++m->ring_gen[i] ? m->ring_gen[i] : ++m->ring_gen[i];
+	mp->rx = (struct ring_rx){
+		.cells = ring_area(m) + MSG_RING_HDR + i * MSG_RING_BYTES,
+		.ctl = (struct ring_ctl *)(ring_area(m) + RING_CELL * (1 + i)),
+		.nr = MSG_RING_CELLS,
+		.gen = gen,
+	};
+	ring_reset(mp->rx.ctl, mp->rx.cells, mp->rx.nr);
+	hdr(b, MK_RING, 0, 0);
+	put_be64(b + 8, m->ring_off);
+	put_be32(b + 16, i);
+	put_be32(b + 20, MSG_RING_CELLS);
+	put_be64(b + 24, gen);
+	if (send_frame(m, mp, b, sizeof(b)))
+		return;		/* the connection is failing: no ring */
+	m->ring_owner[i] = mp;
+	mp->rx_ring = (int)i;
+}
+
+/* @mp is going: its ring is free for another peer (msg->lock held). */
+static void ring_drop(struct msg *m, struct msg_peer *mp)
+{
+	if (mp->rx_ring < 0)
+		return;
+	m->ring_owner[mp->rx_ring] = NULL;
+	mp->rx_ring = -1;
+	if (mp->rx_on)
+		__atomic_sub_fetch(&m->nr_rx_on, 1, __ATOMIC_RELAXED);
+	mp->rx_on = false;
+}
+
 /* Our connection state for @p, created on first use (msg->lock held). */
 static struct msg_peer *mp_get(struct msg *m, struct peer *p)
 {
@@ -260,7 +370,9 @@ static struct msg_peer *mp_get(struct msg *m, struct peer *p)
 	list_init(&mp->outq);
 	list_init(&mp->sends);
 	list_init(&mp->recvs);
+	mp->rx_ring = -1;
 	list_add_tail(&m->peers, &mp->node);
+	ring_offer(m, mp);
 	return mp;
 }
 
@@ -356,18 +468,96 @@ static void mp_down(struct msg *m, struct msg_peer *mp)
 		if (in->mp == mp && in->rts)
 			in_free(in);
 	}
+	ring_drop(m, mp);
+	mp->tx_on = false;
 	list_del(&mp->node);
 	mp_put(mp);
 }
 
 /* --------------------------------------------------------- sending */
 
-/* Send the envelopes the window allows, in post order (msg->lock held). */
+/* The largest message that goes eagerly into @t's ring. */
+static uint64_t ring_eager_max(const struct ring_tx *t)
+{
+	return min_t(uint64_t, HMC_MSG_EAGER_MAX, ring_payload_max(t->nr));
+}
+
+/*
+ * Put @op's envelope into @mp's ring (pinned): 0, -EAGAIN while it is
+ * full, or an error.
+ */
+static int ring_put(struct msg_peer *mp, struct msg_op *op)
+{
+	bool eager = op->size <= ring_eager_max(&mp->tx);
+	uint64_t rts[3];
+	uint8_t *d;
+	int rc;
+
+	d = ring_reserve(&mp->tx, eager ? (uint32_t)op->size : MSG_RTS_REC_LEN);
+	if (!d)
+		return -EAGAIN;
+	if (!eager) {
+		rts[0] = op->msg_id;
+		rts[1] = op->size;
+		rts[2] = op->in_buf ? op->buf_off : 0;
+		memcpy(d, rts, sizeof(rts));
+		ring_commit(&mp->tx, MSG_RTS_REC_LEN, MK_RTS,
+			    op->in_buf ? MSG_F_DIRECT : 0, op->tag);
+		return 0;
+	}
+	rc = host_copy(op->mem_type, d, op->data, op->size, false);
+	if (rc)
+		return rc;	/* reserved, never published: nothing to undo */
+	ring_commit(&mp->tx, (uint32_t)op->size, MK_EAGER, 0, op->tag);
+	return 0;
+}
+
+/* Put the envelopes that fit into @mp's ring, in post order (msg->lock held). */
+static int flush_ring(struct msg *m, struct msg_peer *mp)
+{
+	struct list_node *n, *tmp;
+	bool wake = false;
+	struct peer *p;
+	int events = 0, rc;
+
+	/* The ring lies in the peer's ConnBuffer, mapped until it closes. */
+	if (peer_use(m->c, mp->peer->rank, &p))
+		return 0;	/* going down: a round fails what waits */
+	if (p == mp->peer) {
+		list_for_each_safe(n, tmp, &mp->outq) {
+			struct msg_op *op = container_of(n, struct msg_op, node);
+
+			rc = ring_put(mp, op);
+			if (rc == -EAGAIN)
+				break;
+			events++;
+			if (rc || op->size <= ring_eager_max(&mp->tx)) {
+				op_finish(m, op, rc);
+				continue;
+			}
+			list_del(n);
+			op->state = op->in_buf ? OP_WAIT_FIN : OP_WAIT_CTS;
+			list_add_tail(&mp->sends, n);
+		}
+		wake = events && ring_wake_needed(mp->tx_awake);
+	}
+	peer_unuse(p);
+	if (wake && send_id(m, mp, MK_WAKE, 0, 0))
+		comm_peer_error(m->c, mp->peer, -EIO);
+	return events;
+}
+
+/*
+ * Send the envelopes the window allows, or the ring takes, in post order
+ * (msg->lock held).
+ */
 static int flush_outq(struct msg *m, struct msg_peer *mp)
 {
 	struct list_node *n, *tmp;
 	int events = 0;
 
+	if (mp->tx_on)
+		return flush_ring(m, mp);
 	list_for_each_safe(n, tmp, &mp->outq) {
 		struct msg_op *op = container_of(n, struct msg_op, node);
 		bool eager = op->size <= HMC_MSG_EAGER_MAX;
@@ -522,14 +712,25 @@ static struct msg_op *find_op(struct list_node *list, uint64_t id)
 	return NULL;
 }
 
-/* Post the gets that can go (msg->lock held): events, or an error. */
+/*
+ * Post the gets that can go (msg->lock held, and engine.lock: the shm
+ * mapping stays): events, or an error. Over shm, data bound for memory
+ * outside our ConnBuffer is copied straight out of the peer's mapping:
+ * one copy on each side (theirs into the slot, ours out of it) instead of
+ * a get into our slot and a copy out of that, so that the two processes
+ * share the work of a large message evenly.
+ */
 static int pull(struct msg *m, struct msg_op *op)
 {
 	struct hmc_comm *c = m->c;
+	uint8_t *map = NULL;
 	struct list_node *n;
 	struct msg_chunk *ch;
-	uint64_t dst;
+	uint64_t dst, map_size;
 	int rc, events = 0;
+
+	if (!op->in_buf && op->mp->peer->xops->type == HMC_TRANSPORT_SHM)
+		map = xport_shm_peer_map(op->mp->peer->xpeer, &map_size);
 
 	/* A direct message announces itself chunk by chunk here. */
 	while (op->direct && op->staged < op->size &&
@@ -548,8 +749,19 @@ static int pull(struct msg *m, struct msg_op *op)
 	}
 	for (n = op->chunks.next; n != &op->chunks; n = n->next) {
 		ch = container_of(n, struct msg_chunk, node);
-		if (ch->get)
+		if (ch->get || ch->copied)
 			continue;
+		if (map) {
+			if (range_check(map_size, ch->remote_off, ch->len))
+				return -ERANGE;
+			rc = host_copy(op->mem_type, op->data + ch->msg_off,
+				       map + ch->remote_off, ch->len, true);
+			if (rc)
+				return rc;
+			ch->copied = true;
+			events++;
+			continue;
+		}
 		if (op->in_buf) {
 			dst = op->buf_off + ch->msg_off;
 		} else {
@@ -583,14 +795,16 @@ static int land(struct msg *m, struct msg_peer *mp, struct msg_op *op,
 	list_for_each_safe(n, tmp, &op->chunks) {
 		struct msg_chunk *ch = container_of(n, struct msg_chunk, node);
 
-		if (!ch->get)
+		if (!ch->get && !ch->copied)
 			break;
-		rc = req_result(&m->c->reqs, ch->get, true);
-		if (rc == -EINPROGRESS)
-			break;
-		ch->get = 0;
-		if (rc)
-			return rc;
+		if (ch->get) {
+			rc = req_result(&m->c->reqs, ch->get, true);
+			if (rc == -EINPROGRESS)
+				break;
+			ch->get = 0;
+			if (rc)
+				return rc;
+		}
 		if (ch->remote_slot) {
 			hdr(b, MK_GOT, 0, 0);
 			put_be64(b + 8, op->msg_id);
@@ -641,28 +855,28 @@ static void credit(struct msg *m, struct msg_peer *mp, uint64_t cost)
 		comm_peer_error(m->c, mp->peer, -EIO);
 }
 
-/* An arrival: to the first matching receive, else to the unexpected queue. */
-static int arrive(struct msg *m, struct msg_peer *mp, const uint8_t *b,
-		  uint32_t len, bool rts)
+/*
+ * An arrival, EAGER with its @data or an RTS: to the first matching
+ * receive, else to the unexpected queue.
+ */
+static int arrive(struct msg *m, struct msg_peer *mp, bool rts, uint64_t tag,
+		  uint64_t size, const uint8_t *data, uint64_t msg_id,
+		  bool direct, uint64_t src_off)
 {
-	uint64_t tag = get_be64(b + (rts ? 16 : 8));
-	uint64_t size = rts ? get_be64(b + 24) : len - MSG_EAGER_HDR_LEN;
-	const uint8_t *data = b + MSG_EAGER_HDR_LEN;
 	uint32_t rank = mp->peer->rank;
 	struct list_node *n;
 	struct msg_in *in;
 
-	if (tag == HMC_ANY_TAG || (rts && size <= HMC_MSG_EAGER_MAX))
+	if (tag == HMC_ANY_TAG)
 		return -EPROTO;
-	credit(m, mp, MSG_ENVELOPE_COST + (rts ? 0 : size));
 	for (n = m->posted.next; n != &m->posted; n = n->next) {
 		struct msg_op *op = container_of(n, struct msg_op, node);
 
 		if (!matches(op, rank, tag))
 			continue;
 		if (rts)
-			start_recv(m, op, mp, get_be64(b + 8), tag, size,
-				   b[1] & MSG_F_DIRECT, get_be64(b + 32));
+			start_recv(m, op, mp, msg_id, tag, size, direct,
+				   src_off);
 		else
 			deliver_eager(m, op, mp, tag, data, size);
 		return 0;
@@ -684,12 +898,101 @@ static int arrive(struct msg *m, struct msg_peer *mp, const uint8_t *b,
 	in->tag = tag;
 	in->size = size;
 	in->rts = rts;
-	if (rts) {
-		in->msg_id = get_be64(b + 8);
-		in->direct = b[1] & MSG_F_DIRECT;
-		in->src_off = get_be64(b + 32);
-	}
+	in->msg_id = msg_id;
+	in->direct = direct;
+	in->src_off = src_off;
 	list_add_tail(&m->unexpected, &in->node);
+	return 0;
+}
+
+/* An EAGER or RTS frame. */
+static int arrive_frame(struct msg *m, struct msg_peer *mp, const uint8_t *b,
+			uint32_t len, bool rts)
+{
+	uint64_t size = rts ? get_be64(b + 24) : len - MSG_EAGER_HDR_LEN;
+
+	/* Once its RING_ON is in, its envelopes come by the ring only. */
+	if (mp->rx_on || (rts && size <= HMC_MSG_EAGER_MAX))
+		return -EPROTO;
+	credit(m, mp, MSG_ENVELOPE_COST + (rts ? 0 : size));
+	return arrive(m, mp, rts, get_be64(b + (rts ? 16 : 8)), size,
+		      b + MSG_EAGER_HDR_LEN, rts ? get_be64(b + 8) : 0,
+		      rts && (b[1] & MSG_F_DIRECT), rts ? get_be64(b + 32) : 0);
+}
+
+/*
+ * Take the records in @mp's ring into matching or the unexpected queue
+ * (msg->lock held): events.
+ */
+static int ring_poll(struct msg *m, struct msg_peer *mp)
+{
+	uint64_t max = min_t(uint64_t, HMC_MSG_EAGER_MAX,
+			     ring_payload_max(mp->rx.nr));
+	const struct ring_rec *rec;
+	uint64_t rts[3];
+	int events = 0, rc;
+
+	while ((rec = ring_peek(&mp->rx))) {
+		const uint8_t *data = (const uint8_t *)(rec + 1);
+
+		if (rec->kind == MK_EAGER && rec->len <= max) {
+			rc = arrive(m, mp, false, rec->tag, rec->len, data, 0,
+				    false, 0);
+		} else if (rec->kind == MK_RTS && rec->len == MSG_RTS_REC_LEN) {
+			memcpy(rts, data, sizeof(rts));
+			rc = rts[1] > max ?
+			     arrive(m, mp, true, rec->tag, rts[1], NULL, rts[0],
+				    rec->flags & MSG_F_DIRECT, rts[2]) :
+			     -EPROTO;
+		} else {
+			rc = -EPROTO;
+		}
+		if (rc) {
+			/* Unread: the connection fails, the ring goes with it. */
+			comm_peer_error(m->c, mp->peer, rc);
+			break;
+		}
+		ring_consume(&mp->rx, rec);
+		events++;
+	}
+	/* The sender waits for room: tell it there is some. */
+	if (ring_release(&mp->rx) && send_id(m, mp, MK_WAKE, 0, 0))
+		comm_peer_error(m->c, mp->peer, -EIO);
+	return events;
+}
+
+/* The peer takes our ring: reach its own for our envelopes (engine.lock held). */
+static int on_ring(struct msg *m, struct msg_peer *mp, const uint8_t *b)
+{
+	uint64_t area = get_be64(b + 8), gen = get_be64(b + 24), size, end;
+	uint32_t idx = get_be32(b + 16), nr = get_be32(b + 20);
+	uint8_t *map;
+	int rc;
+
+	if (mp->tx_on || idx >= MSG_RINGS_MAX || nr < 2 || nr > UINT16_MAX ||
+	    (nr & (nr - 1)) || !gen || gen > UINT16_MAX)
+		return -EPROTO;
+	if (mp->peer->xops->type != HMC_TRANSPORT_SHM)
+		return -EPROTO;
+	map = xport_shm_peer_map(mp->peer->xpeer, &size);
+	end = area + MSG_RING_HDR + (uint64_t)(idx + 1) * nr * RING_CELL;
+	if (!map || area % RING_CELL || area > size || end < area ||
+	    end > size || end > mp->peer->buf_size)
+		return -EPROTO;
+	/* Announced on the socket after every envelope it carried. */
+	rc = send_id(m, mp, MK_RING_ON, gen, 0);
+	if (rc)
+		return rc;
+	mp->tx = (struct ring_tx){
+		.cells = map + area + MSG_RING_HDR +
+			 (uint64_t)idx * nr * RING_CELL,
+		.ctl = (struct ring_ctl *)(map + area + RING_CELL * (1 + idx)),
+		.nr = nr,
+		.gen = gen,
+	};
+	mp->tx_awake = (uint32_t *)(map + area);
+	mp->tx_on = true;
+	flush_outq(m, mp);
 	return 0;
 }
 
@@ -743,7 +1046,8 @@ static int msg_frame(struct hmc_comm *c, struct peer *p, const uint8_t *b,
 		[MK_EAGER] = MSG_EAGER_HDR_LEN, [MK_RTS] = MSG_RTS_LEN,
 		[MK_CTS] = MSG_ID_LEN, [MK_DATA] = MSG_DATA_LEN,
 		[MK_GOT] = MSG_GOT_LEN, [MK_FIN] = MSG_ID_LEN,
-		[MK_CREDIT] = MSG_ID_LEN,
+		[MK_CREDIT] = MSG_ID_LEN, [MK_RING] = MSG_RING_LEN,
+		[MK_RING_ON] = MSG_ID_LEN, [MK_WAKE] = MSG_ID_LEN,
 	};
 	struct msg *m = msg_of(c);
 	struct msg_peer *mp;
@@ -767,7 +1071,22 @@ static int msg_frame(struct hmc_comm *c, struct peer *p, const uint8_t *b,
 	switch (kind) {
 	case MK_EAGER:
 	case MK_RTS:
-		rc = arrive(m, mp, b, len, kind == MK_RTS);
+		rc = arrive_frame(m, mp, b, len, kind == MK_RTS);
+		break;
+	case MK_RING:
+		rc = on_ring(m, mp, b);
+		break;
+	case MK_RING_ON:
+		if (mp->rx_ring < 0 || mp->rx_on ||
+		    get_be64(b + 8) != mp->rx.gen) {
+			rc = -EPROTO;
+			break;
+		}
+		mp->rx_on = true;
+		__atomic_add_fetch(&m->nr_rx_on, 1, __ATOMIC_RELAXED);
+		ring_poll(m, mp);
+		break;
+	case MK_WAKE:	/* the round that follows polls the rings */
 		break;
 	case MK_CTS:
 		op = find_op(&mp->sends, get_be64(b + 8));
@@ -814,9 +1133,12 @@ static int msg_progress(struct hmc_comm *c)
 	struct list_node *n, *tmp, *o, *otmp;
 	int events = 0, rc;
 
-	if (!__atomic_load_n(&m->busy, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&m->busy, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&m->nr_rx_on, __ATOMIC_RELAXED))
 		return 0;
 	pthread_mutex_lock(&m->lock);
+	if (__atomic_load_n(&m->nr_rx_on, __ATOMIC_RELAXED))
+		ring_awake(m->awake);	/* senders need not wake us */
 	list_for_each_safe(n, tmp, &m->peers) {
 		struct msg_peer *mp = container_of(n, struct msg_peer, node);
 
@@ -826,6 +1148,10 @@ static int msg_progress(struct hmc_comm *c)
 			continue;
 		}
 		mp->refs++;	/* ops may go, the peer stays this round */
+		if (mp->rx_on)
+			events += ring_poll(m, mp);
+		if (mp->tx_on && !list_empty(&mp->outq))
+			events += flush_ring(m, mp);
 		list_for_each_safe(o, otmp, &mp->sends) {
 			struct msg_op *op = container_of(o, struct msg_op, node);
 
@@ -838,9 +1164,14 @@ static int msg_progress(struct hmc_comm *c)
 			bool finished = false;
 
 			rc = land(m, mp, op, &finished);
-			if (rc >= 0) {
+			if (rc >= 0 && !finished) {
 				events += rc;
-				rc = finished ? 0 : pull(m, op);
+				rc = pull(m, op);
+				/* Copies out of a shm mapping are done: land them. */
+				if (rc > 0) {
+					events += rc;
+					rc = land(m, mp, op, &finished);
+				}
 			}
 			if (rc < 0) {
 				/* The sender waits for the rest: fail the pair. */
@@ -855,6 +1186,30 @@ static int msg_progress(struct hmc_comm *c)
 	}
 	pthread_mutex_unlock(&m->lock);
 	return events;
+}
+
+/*
+ * About to sleep: from now on senders wake us; records that came before
+ * are worth a round instead.
+ */
+static int msg_arm(struct hmc_comm *c)
+{
+	struct msg *m = msg_of(c);
+	struct list_node *n;
+	int rc = 0;
+
+	if (!__atomic_load_n(&m->nr_rx_on, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	ring_sleep(m->awake);
+	for (n = m->peers.next; n != &m->peers && !rc; n = n->next) {
+		struct msg_peer *mp = container_of(n, struct msg_peer, node);
+
+		if (mp->rx_on && ring_peek(&mp->rx))
+			rc = -EBUSY;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
 }
 
 static void msg_fini(struct hmc_comm *c)
@@ -880,12 +1235,13 @@ static void msg_fini(struct hmc_comm *c)
 static const struct comm_ext msg_ext = {
 	.frame = msg_frame,
 	.progress = msg_progress,
+	.arm = msg_arm,
 	.fini = msg_fini,
 };
 
 int msg_init(struct hmc_comm *c, uint32_t slot_size, uint64_t region)
 {
-	uint64_t size = hmc_buf_size(c->buf), nr;
+	uint64_t size = hmc_buf_size(c->buf), nr, rings, ring_off, ring_bytes;
 	struct msg *m;
 	uint32_t i;
 
@@ -907,6 +1263,25 @@ int msg_init(struct hmc_comm *c, uint32_t slot_size, uint64_t region)
 	}
 	if (nr > (1u << 20))
 		return -EINVAL;
+	/*
+	 * Rings for same-host peers, at the start of the region (page
+	 * aligned): up to an eighth of it, at least two slots left.
+	 */
+	rings = 0;
+	ring_off = (size - region + 4095) & ~4095ull;
+	if (hmc_buf_mem_type(c->buf) == HMC_MEM_CPU &&
+	    region / 8 > MSG_RING_HDR + 4096)
+		rings = min_t(uint64_t, MSG_RINGS_MAX,
+			      (region / 8 - MSG_RING_HDR - 4096) /
+			      MSG_RING_BYTES);
+	if (rings) {
+		ring_bytes = MSG_RING_HDR + rings * MSG_RING_BYTES;
+		if ((size - ring_off - ring_bytes) / slot_size >= 2)
+			nr = min_t(uint64_t, nr, (size - ring_off - ring_bytes) /
+						 slot_size);
+		else
+			rings = 0;
+	}
 
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -916,6 +1291,12 @@ int msg_init(struct hmc_comm *c, uint32_t slot_size, uint64_t region)
 	m->nr_send = (uint32_t)nr / 2;
 	m->nr_recv = (uint32_t)nr - m->nr_send;
 	m->region_off = size - nr * slot_size;
+	if (rings) {
+		m->nr_rings = (uint32_t)rings;
+		m->ring_off = ring_off;
+		m->awake = (uint32_t *)((uint8_t *)hmc_buf_ptr(c->buf) +
+					m->ring_off);
+	}
 	m->send_owner = calloc(m->nr_send + 1, sizeof(*m->send_owner));
 	m->free_send = calloc(m->nr_send + 1, sizeof(*m->free_send));
 	m->free_recv = calloc(m->nr_recv + 1, sizeof(*m->free_recv));
@@ -957,7 +1338,7 @@ static int locate(struct msg *m, const void *data, uint64_t len,
 		return 0;
 	if (len > size - (p - b))
 		return -EINVAL;
-	if (p - b + len > m->region_off)
+	if (p - b + len > (m->nr_rings ? m->ring_off : m->region_off))
 		return -EINVAL;
 	*in_buf = true;
 	*off = p - b;
@@ -1228,23 +1609,211 @@ static bool msg_done_cond(void *owner, void *arg)
 
 /*
  * Wait for a blocking form's request of up to @len bytes. A small one
- * does not spin first, unlike hmc_comm_wait(): it waits for a frame on
- * the control socket, which wakes epoll at once, whereas a spinning
- * caller looks at sockets only every few dozen polls of the transports
- * (an 8-byte ping-pong took 58 us one way that way, 6.6 us this way, as
- * tags do). A large one polls its transfers for a while, as requests do.
+ * does not spin first, unlike hmc_comm_wait(), unless rings are being
+ * read: it waits for a frame on the control socket, which wakes epoll at
+ * once, whereas a spinning caller looks at sockets only every few dozen
+ * polls of the transports (an 8-byte ping-pong took 58 us one way that
+ * way, 6.6 us this way, as tags do). A large one polls its transfers for
+ * a while, as requests do, and so does one that may come by a ring.
  */
 static int wait_msg(struct hmc_comm *c, hmc_req_t id, int timeout_ms,
 		    size_t len)
 {
+	struct msg *m = msg_of(c);
 	int rc;
 
 	rc = engine_wait(&c->engine, msg_done_cond, &id,
 			 deadline_after_ms(timeout_ms),
-			 len > HMC_MSG_EAGER_MAX ? MSG_SPIN_NS : 0);
+			 len > HMC_MSG_EAGER_MAX ||
+			 __atomic_load_n(&m->nr_rx_on, __ATOMIC_RELAXED) ?
+			 MSG_SPIN_NS : 0);
 	if (rc == -ETIMEDOUT)
 		return give_up(c, id);
 	return req_result(&c->reqs, id, true);
+}
+
+/*
+ * The blocking forms' short cut through the rings: no request, no op, no
+ * round of the engine, as long as the ring takes the message or one is
+ * there for us. Anything else (the socket, a full ring, a rendezvous, an
+ * earlier receive or send still waiting) takes the ordinary path.
+ */
+
+/* The connection to @rank with its ring up (msg->lock held), or NULL. */
+static struct msg_peer *mp_ring(struct msg *m, uint32_t rank)
+{
+	struct list_node *n;
+
+	for (n = m->peers.next; n != &m->peers; n = n->next) {
+		struct msg_peer *mp = container_of(n, struct msg_peer, node);
+
+		if (mp->peer->rank == rank)
+			return mp->tx_on ? mp : NULL;
+	}
+	return NULL;
+}
+
+/* Send eagerly into the ring now: 1 if it went, 0 if not, or an error. */
+static int send_now(struct hmc_comm *c, uint32_t rank, uint64_t tag,
+		    const void *data, size_t len, enum hmc_mem_type type)
+{
+	struct msg *m = msg_of(c);
+	struct msg_peer *mp;
+	bool wake = false;
+	struct peer *p;
+	uint8_t *d;
+	int rc = 0;
+
+	if (!c || len > HMC_MSG_EAGER_MAX || (!data && len) ||
+	    tag == HMC_ANY_TAG || (unsigned int)type > HMC_MEM_MUSA)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	mp = mp_ring(m, rank);
+	/* Behind queued envelopes, it would overtake them. */
+	if (!mp || !list_empty(&mp->outq) || len > ring_eager_max(&mp->tx))
+		goto out;
+	if (peer_use(c, rank, &p))
+		goto out;
+	if (p == mp->peer && (d = ring_reserve(&mp->tx, (uint32_t)len))) {
+		rc = host_copy(type, d, data, len, false);
+		if (!rc) {
+			ring_commit(&mp->tx, (uint32_t)len, MK_EAGER, 0, tag);
+			wake = ring_wake_needed(mp->tx_awake);
+			rc = 1;
+		}
+	}
+	peer_unuse(p);
+	if (wake && send_id(m, mp, MK_WAKE, 0, 0))
+		comm_peer_error(c, mp->peer, -EIO);
+out:
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/* Fill what a receive got from @mp. */
+static void got(struct hmc_msg_status *st, struct msg_peer *mp, uint64_t tag,
+		uint64_t len)
+{
+	if (!st)
+		return;
+	st->source = mp->peer->rank;
+	st->tag = tag;
+	st->len = len;
+	st->error = 0;
+}
+
+/*
+ * Receive an eager message that is here, unexpected or in a ring, if no
+ * earlier receive could take it: 1 if one came, 0 if not, or an error.
+ * Records in the way go to the unexpected queue, as a round would put
+ * them.
+ */
+static int recv_now(struct hmc_comm *c, uint32_t rank, uint64_t tag,
+		    void *data, size_t cap, enum hmc_mem_type type,
+		    struct hmc_msg_status *st)
+{
+	const struct msg_op want = { .rank = rank, .tag = tag };
+	struct msg *m = msg_of(c);
+	const struct ring_rec *rec;
+	struct list_node *n;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (!list_empty(&m->posted))
+		goto out;
+	for (n = m->unexpected.next; n != &m->unexpected; n = n->next) {
+		struct msg_in *in = container_of(n, struct msg_in, node);
+
+		if (!matches(&want, in->rank, in->tag))
+			continue;
+		if (in->rts || in->size > cap)
+			goto out;	/* ordinary: a rendezvous, or -EMSGSIZE */
+		rc = host_copy(type, data, in->data, in->size, true);
+		got(st, in->mp, in->tag, in->size);
+		in_free(in);
+		rc = rc ? rc : 1;
+		goto out;
+	}
+	for (n = m->peers.next; n != &m->peers; n = n->next) {
+		struct msg_peer *mp = container_of(n, struct msg_peer, node);
+
+		if (!mp->rx_on || !peer_up(mp->peer))
+			continue;
+		while (!rc && (rec = ring_peek(&mp->rx))) {
+			if (rec->kind == MK_EAGER && rec->len <= cap &&
+			    rec->tag != HMC_ANY_TAG &&
+			    matches(&want, mp->peer->rank, rec->tag)) {
+				rc = host_copy(type, data, rec + 1, rec->len,
+					       true);
+				got(st, mp, rec->tag, rec->len);
+				ring_consume(&mp->rx, rec);
+				rc = rc ? rc : 1;
+				break;
+			}
+			if (matches(&want, mp->peer->rank, rec->tag))
+				rc = -EAGAIN;	/* ordinary, as above */
+			else
+				break;
+		}
+		if (rc == -EAGAIN) {
+			rc = 0;
+			break;
+		}
+		if (!rc && rec) {
+			/*
+			 * Queue what is in the way; the next call looks at the
+			 * queue first, so that this source's older messages are
+			 * matched before others' newer ones.
+			 */
+			ring_poll(m, mp);
+			break;
+		}
+		if (ring_release(&mp->rx) && send_id(m, mp, MK_WAKE, 0, 0))
+			comm_peer_error(c, mp->peer, -EIO);
+		if (rc)
+			break;
+	}
+out:
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/*
+ * A blocking receive while rings are read: poll for a while without a
+ * request, driving the engine now and then for the rest. Past the first
+ * microseconds, each of those turns also yields the CPU: on a host with
+ * more runnable threads than CPUs the sender may be waiting for ours,
+ * while a sender on a CPU of its own answers before that.
+ */
+#define MSG_POLL_EVERY	16	/* recv_now()s per engine poll and clock read */
+#define MSG_YIELD_NS	(2 * 1000)	/* polling alone, before yielding */
+
+static int recv_spin(struct hmc_comm *c, uint32_t rank, uint64_t tag,
+		     void *data, size_t cap, enum hmc_mem_type type,
+		     struct hmc_msg_status *st)
+{
+	int64_t start = 0, now;
+	unsigned int i;
+	int rc;
+
+	for (i = 1;; i++) {
+		rc = recv_now(c, rank, tag, data, cap, type, st);
+		if (rc)
+			return rc;
+		if (i % MSG_POLL_EVERY)
+			continue;
+		now = now_ns();
+		if (!start)
+			start = now;
+		else if (now - start > MSG_SPIN_NS)
+			return 0;
+		if (!engine_trylock(&c->engine)) {
+			engine_poll(&c->engine);
+			engine_unlock_quiet(&c->engine);
+		}
+		if (now - start > MSG_YIELD_NS)
+			sched_yield();
+	}
 }
 
 int hmc_comm_send(struct hmc_comm *c, uint32_t peer, uint64_t tag,
@@ -1254,6 +1823,9 @@ int hmc_comm_send(struct hmc_comm *c, uint32_t peer, uint64_t tag,
 	hmc_req_t id;
 	int rc;
 
+	rc = send_now(c, peer, tag, data, len, mem_type);
+	if (rc)
+		return rc < 0 ? rc : 0;
 	rc = post_send(c, peer, tag, data, len, mem_type, &id);
 	return rc ? rc : wait_msg(c, id, timeout_ms, len);
 }
@@ -1265,6 +1837,12 @@ int hmc_comm_recv(struct hmc_comm *c, uint32_t source, uint64_t tag,
 	hmc_req_t id;
 	int rc;
 
+	if (c && (data || !len) && (unsigned int)mem_type <= HMC_MEM_MUSA &&
+	    __atomic_load_n(&msg_of(c)->nr_rx_on, __ATOMIC_RELAXED)) {
+		rc = recv_spin(c, source, tag, data, len, mem_type, status);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
 	rc = post_recv(c, source, tag, data, len, mem_type, status, &id);
 	return rc ? rc : wait_msg(c, id, timeout_ms, len);
 }

@@ -34,6 +34,7 @@
 #include "sys/host.h"
 #include "sys/log.h"
 #include "sys/util.h"
+#include "xport/xport.h"
 
 #define SHM_BLOB_MAGIC	0x484d4353u	/* "HMCS" */
 /* be32 magic, be32 0, be64 size, boot id */
@@ -228,6 +229,14 @@ static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 	}
 	req_complete(r, 0);
 	return 0;
+}
+
+uint8_t *xport_shm_peer_map(void *xpeer, uint64_t *size)
+{
+	struct shm_peer *sp = xpeer;
+
+	*size = sp->remote ? sp->remote_size : 0;
+	return sp->remote;
 }
 
 static int shm_idle(void *ctx)

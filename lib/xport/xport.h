@@ -21,4 +21,11 @@ extern const struct xport_ops xport_shm_ops;
 extern const struct xport_ops xport_verbs_ops;
 extern const struct xport_ops xport_tcp_ops;
 
+/*
+ * The peer's ConnBuffer as the shm transport maps it (*@size bytes), or
+ * NULL before it is: valid until the transport peer is destroyed, so for
+ * as long as the caller holds engine.lock or peer_use().
+ */
+uint8_t *xport_shm_peer_map(void *xpeer, uint64_t *size);
+
 #endif

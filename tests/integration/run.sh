@@ -105,6 +105,9 @@ case_run msg-sizes-auto 150 HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=shm -- \
 	"$bin/test_msg" -c sizes -N msg-sizes-auto
 case_run msg-mesh-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c mesh -N msg-mesh-shm
 case_run msg-kill-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c kill -N msg-kill-shm
+# the same-host rings (shm) and, for comparison, the control sockets (tcp)
+case_run msg-ring-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c ring -N msg-ring-shm
+case_run msg-ring-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c ring -N msg-ring-xtcp
 mock=${O:-build}/tests/gpu/mock
 if [ -e "$mock/libcuda.so.1" ]; then
 	for g in cuda rocm ascend cnrt musa; do
@@ -112,6 +115,9 @@ if [ -e "$mock/libcuda.so.1" ]; then
 			LD_LIBRARY_PATH="$mock" -- "$bin/test_msg" -c gpu -M $g \
 			-N msg-gpu-mock-$g
 	done
+	case_run msg-gpu-mock-cuda-shm 120 HMC_TEST_TRANSPORT=shm HMC_GPU_MOCK=1 \
+		LD_LIBRARY_PATH="$mock" -- "$bin/test_msg" -c gpu -M cuda \
+		-N msg-gpu-mock-cuda-shm
 fi
 # Peers that go away at the worst moment (issue 15). Freed memory is
 # scribbled over and glibc's per-thread cache, which would hand it back

@@ -21,12 +21,20 @@
  *     receive; a receiver killed while it pulls fails the send; both
  *     within the deadline (messages of 512 MiB, or -G if smaller).
  *     kill-sender (2 ranks): the first half only.
+ *   ring (3 ranks; run with the shm transport, whose peers exchange
+ *     eager envelopes through shared-memory rings): ranks 1 and 2 stream
+ *     rank 0 thousands of messages alternating ring-sized eager ones and
+ *     rendezvous ones, while rank 0 sleeps first (full rings hold the
+ *     senders back) and then takes them with (any source, any tag): each
+ *     source's come whole and in the order sent; then blocking
+ *     ping-pongs of sizes that walk the rings' cells through many
+ *     wrap-arounds, with rendezvous ones in between.
  *   gpu (2 ranks): sources and destinations in GPU memory of -M's
  *     runtime (cuda, rocm, ascend, cnrt, musa; run with the mock runtimes
  *     of tests/gpu: HMC_GPU_MOCK=1 and LD_LIBRARY_PATH), exits 77 without
  *     such a device.
  *
- *   test_msg -c sizes|mesh|kill|kill-sender|gpu [-t SECONDS] [-N NAME] [-G GIB]
+ *   test_msg -c sizes|mesh|kill|kill-sender|ring|gpu [-t SECONDS] [-N NAME] [-G GIB]
  *            [-M cuda|rocm|ascend|cnrt|musa]
  */
 #include <errno.h>
@@ -721,6 +729,144 @@ static int case_mesh(struct mesh *m, void *arg)
 	return bad || itest_failures();
 }
 
+/* ------------------------------------------------------------- ring */
+
+#define RING_MSGS	1500	/* per sender */
+#define RING_WINDOW	64
+#define RING_ROUNDS	3000	/* ping-pong */
+#define RING_MAX	(100 * KIB)
+
+/* Message @k of a stream: ring-sized eager ones, rendezvous in between. */
+static uint64_t ring_len(uint64_t k)
+{
+	static const uint64_t lens[] = { 0, 8, 57, 1000, 4096, EAGER, 24,
+					 EAGER + 1, 3, RING_MAX, 40, 41 };
+
+	return k % 5 == 4 ? k * 977 % EAGER : lens[k % ARRAY_LEN(lens)];
+}
+
+static int ring_streams(struct ctx *c)
+{
+	struct hmc_msg_status st;
+	hmc_req_t reqs[RING_WINDOW];
+	uint64_t next[ITEST_MAX_RANKS] = { 0 }, k, w, len;
+	uint8_t *b, *bufs[RING_WINDOW];
+	char what[64];
+	int bad = 0, rc;
+
+	if (c->me) {
+		for (w = 0; w < RING_WINDOW; w++)
+			bufs[w] = malloc(RING_MAX);
+		for (k = 0; k < RING_MSGS; k += RING_WINDOW) {
+			for (w = 0; w < RING_WINDOW && k + w < RING_MSGS; w++) {
+				len = ring_len(k + w);
+				data_fill(bufs[w], 0, len,
+					  seed_of(c->me, 0, k + w));
+				rc = hmc_comm_isend(c->comm, 0, k + w, bufs[w],
+						    len, HMC_MEM_CPU, &reqs[w]);
+				bad += expect(rc, 0, "isend");
+			}
+			rc = hmc_comm_wait_all(c->comm, reqs, w, OP_TIMEOUT_MS,
+					       NULL);
+			bad += expect(rc, 0, "window of sends");
+		}
+		for (w = 0; w < RING_WINDOW; w++)
+			free(bufs[w]);
+		tap(!bad, "%d messages streamed to rank 0", RING_MSGS);
+		return bad;
+	}
+	b = malloc(RING_MAX + GUARD);
+	itest_sleep_ms(300);	/* the rings fill up meanwhile */
+	for (k = 0; k < 2 * RING_MSGS; k++) {
+		uint64_t want;
+		uint32_t src;
+
+		data_fill(b, RING_MAX, GUARD, 0x77);
+		rc = hmc_comm_recv(c->comm, HMC_ANY_SOURCE, HMC_ANY_TAG, b,
+				   RING_MAX, HMC_MEM_CPU, &st, OP_TIMEOUT_MS);
+		bad += expect(rc, 0, "recv");
+		src = st.source;
+		if (rc || src < 1 || src > 2) {
+			diag("message %llu: source %u", (unsigned long long)k,
+			     src);
+			bad++;
+			break;
+		}
+		want = next[src]++;
+		snprintf(what, sizeof(what), "message %llu from %u",
+			 (unsigned long long)want, src);
+		/* Per source in the order sent: the tag is the number. */
+		bad += status_is(&st, src, want, ring_len(want), 0, what);
+		bad += check_recv(b, st.len, RING_MAX, seed_of((int)src, 0, want),
+				  0x77, what);
+		if (bad)
+			break;
+	}
+	free(b);
+	tap(!bad, "%llu messages from 2 ranks through rings, eager and rendezvous: whole and in order per source",
+	    (unsigned long long)k);
+	return bad;
+}
+
+/* Rank 0 plays ping-pong with 1 and 2 in turn; sizes walk the cells. */
+static int ring_pingpong(struct ctx *c)
+{
+	struct hmc_msg_status st;
+	uint8_t *b = malloc(RING_MAX + GUARD);
+	uint64_t k, len, rounds = 0;
+	char what[64];
+	int bad = 0, rc, peer;
+
+	for (k = 0; k < RING_ROUNDS && !bad; k++) {
+		peer = 1 + (int)(k % 2);
+		len = k % 97 == 96 ? EAGER + 1 + k : k * 13 % 1500;
+		if (c->me && c->me != peer)
+			continue;
+		snprintf(what, sizeof(what), "round %llu, %llu bytes",
+			 (unsigned long long)k, (unsigned long long)len);
+		if (c->me == 0) {
+			data_fill(b, 0, len, seed_of(0, peer, k));
+			rc = hmc_comm_send(c->comm, (uint32_t)peer, k, b, len,
+					   HMC_MEM_CPU, OP_TIMEOUT_MS);
+			bad += expect(rc, 0, what);
+		}
+		data_fill(b, RING_MAX, GUARD, k);
+		data_unlike(b, 0, len, seed_of(c->me ? 0 : peer, c->me, k), 0);
+		rc = hmc_comm_recv(c->comm, c->me ? 0 : (uint32_t)peer, k, b,
+				   RING_MAX, HMC_MEM_CPU, &st, OP_TIMEOUT_MS);
+		bad += expect(rc, 0, what);
+		bad += status_is(&st, c->me ? 0 : (uint32_t)peer, k, len, 0,
+				 what);
+		bad += check_recv(b, len, RING_MAX,
+				  seed_of(c->me ? 0 : peer, c->me, k), k, what);
+		if (c->me) {
+			data_fill(b, 0, len, seed_of(c->me, 0, k));
+			rc = hmc_comm_send(c->comm, 0, k, b, len, HMC_MEM_CPU,
+					   OP_TIMEOUT_MS);
+			bad += expect(rc, 0, what);
+		}
+		rounds++;
+	}
+	free(b);
+	tap(!bad, "%llu blocking ping-pong rounds of 0 to %llu bytes, every byte checked",
+	    (unsigned long long)rounds, (unsigned long long)(EAGER + RING_ROUNDS));
+	return bad;
+}
+
+static int case_ring(struct mesh *m, void *arg)
+{
+	struct ctx c;
+	int bad = 0;
+
+	if (setup(&c, m, arg))
+		return 1;
+	bad += ring_streams(&c);
+	bad += expect(hmc_comm_barrier(c.comm, OP_TIMEOUT_MS), 0, "barrier");
+	bad += ring_pingpong(&c);
+	teardown(&c, true);
+	return bad || itest_failures();
+}
+
 /* ------------------------------------------------------------- kill */
 
 #define KILL_LEN	(512 * MIB)	/* at most: -G lowers it */
@@ -940,6 +1086,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cfg.kase, "kill-sender")) {
 		fn = case_kill;
 		n = 2;
+	} else if (!strcmp(cfg.kase, "ring")) {
+		fn = case_ring;
+		n = 3;
 	} else if (!strcmp(cfg.kase, "gpu")) {
 		if (hmc_mem_device_count(cfg.gpu) < 1) {
 			printf("1..0 # SKIP no %s device\n",
