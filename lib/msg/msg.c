@@ -56,6 +56,9 @@
  */
 #include <errno.h>
 #include <sched.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,6 +287,47 @@ static int host_copy(enum hmc_mem_type type, void *dst, const void *src,
 		return dev;
 	return hmc_mem_copy(type, dev, dst, src, len,
 			    to_user ? HMC_COPY_H2D : HMC_COPY_D2H);
+}
+
+/*
+ * Copy a chunk of a large message into plain memory with non-temporal
+ * stores (SSE2, in every x86-64): the destination is the application's,
+ * many chunks long and not read again soon, so the stores need not read
+ * each line first nor evict what the pipeline keeps in the cache. glibc's
+ * memcpy streams only copies larger than most of the last-level cache,
+ * never one chunk. msg_bw 64 MiB through 4 MiB buffers: 7.6-7.8 GB/s with
+ * memcpy, 9.6-11.0 GB/s this way.
+ */
+static void copy_streaming(uint8_t *dst, const uint8_t *src, size_t len)
+{
+#if defined(__x86_64__)
+	size_t head = (16 - ((uintptr_t)dst & 15)) & 15, i;
+
+	if (len < 4096) {
+		memcpy(dst, src, len);
+		return;
+	}
+	memcpy(dst, src, head);
+	dst += head;
+	src += head;
+	len -= head;
+	for (i = 0; i + 64 <= len; i += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+		__m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+
+		_mm_stream_si128((__m128i *)(dst + i), a);
+		_mm_stream_si128((__m128i *)(dst + i + 16), b);
+		_mm_stream_si128((__m128i *)(dst + i + 32), c);
+		_mm_stream_si128((__m128i *)(dst + i + 48), d);
+	}
+	memcpy(dst + i, src + i, len - i);
+	/* Streaming stores are weakly ordered: done before "the chunk is in". */
+	_mm_sfence();
+#else
+	memcpy(dst, src, len);
+#endif
 }
 
 /* ---------------------------------------------------- peers and ops */
@@ -754,8 +798,14 @@ static int pull(struct msg *m, struct msg_op *op)
 		if (map) {
 			if (range_check(map_size, ch->remote_off, ch->len))
 				return -ERANGE;
-			rc = host_copy(op->mem_type, op->data + ch->msg_off,
-				       map + ch->remote_off, ch->len, true);
+			if (op->mem_type == HMC_MEM_CPU)
+				copy_streaming(op->data + ch->msg_off,
+					       map + ch->remote_off, ch->len);
+			else
+				rc = host_copy(op->mem_type,
+					       op->data + ch->msg_off,
+					       map + ch->remote_off, ch->len,
+					       true);
 			if (rc)
 				return rc;
 			ch->copied = true;
