@@ -1,42 +1,60 @@
 // SPDX-License-Identifier: MIT
 /*
- * Atomic memory operations: CPU atomics on the target's mapped copy. The
+ * Atomic memory operations, through peer.c: CPU atomics on a mapped
+ * target's copy, and on a remote target's by its progress thread. The
  * target's own AMOs are CPU atomics on the same memory, so every AMO on a
  * location is atomic with respect to every other, whoever issues it. The
- * non-blocking fetching forms complete at once.
+ * non-blocking fetching forms complete at once. Values travel as their
+ * bits (every AMO type is 4 or 8 bytes), so float and double fetch, set
+ * and swap are the integer ones of their width.
  */
+#include <string.h>
+
 #include "internal.h"
 
-#define ORDER	__ATOMIC_SEQ_CST
-
-/* The target address of an AMO on @dest at @pe of @ctx's team. */
-#define TARGET(CALL, TYPE, ctx, dest, pe)				\
-	((TYPE *)amo_addr(CALL, ctx, dest, sizeof(TYPE), pe))
-
-static void *amo_addr(const char *call, shmem_ctx_t ctx, const void *dest,
-		      size_t size, int pe)
+static uint64_t amo(const char *call, shmem_ctx_t ctx, const void *dest,
+		    unsigned int size, enum shm_amo_op op, uint64_t val,
+		    uint64_t cond, bool fetch, int pe)
 {
-	void *p;
-
 	shm_check_init(call);
 	pe = shm_ctx_pe(call, ctx, pe);
-	p = shm_addr(call, dest, size, pe);
-	if ((uintptr_t)p & (size - 1))
-		shm_fatal(call, "%p is not aligned to its %zu-byte type", dest,
+	shm_check_addr(call, dest, size, pe);
+	/* Peers' copies lie at the same offset of page-aligned segments. */
+	if ((uintptr_t)dest & (size - 1))
+		shm_fatal(call, "%p is not aligned to its %u-byte type", dest,
 			  size);
-	return p;
+	return shm_amo(call, pe, (void *)dest, size, op, val, cond, fetch);
 }
+
+/* A value as the bits an AMO carries, and back. */
+#define BITS(TYPE, v)							\
+	({								\
+		union { TYPE t; uint32_t u4; uint64_t u8; } b_ = { .u8 = 0 }; \
+		b_.t = (v);						\
+		sizeof(TYPE) == 4 ? (uint64_t)b_.u4 : b_.u8;		\
+	})
+#define VALUE(TYPE, b)							\
+	({								\
+		union { TYPE t; uint32_t u4; uint64_t u8; } v_;		\
+		if (sizeof(TYPE) == 4)					\
+			v_.u4 = (uint32_t)(b);				\
+		else							\
+			v_.u8 = (b);					\
+		v_.t;							\
+	})
+
+/* One AMO of TYPE at @dest on @pe of @ctx's team, its old value if FETCH. */
+#define AMO(CALL, TYPE, ctx, dest, pe, OP, val, cond, FETCH)		\
+	VALUE(TYPE, amo(CALL, ctx, dest, sizeof(TYPE), SHM_AMO_##OP,	\
+			BITS(TYPE, val), BITS(TYPE, cond), FETCH, pe))
 
 /* Fetch, set and swap: any extended AMO type, floating point included. */
 #define DEFINE_EXT_AMO(TYPE, NAME)					\
 TYPE shmem_ctx_##NAME##_atomic_fetch(shmem_ctx_t ctx, const TYPE *source, \
 				     int pe)				\
 {									\
-	TYPE v;								\
-									\
-	__atomic_load(TARGET("shmem_" #NAME "_atomic_fetch", TYPE, ctx,	\
-			     source, pe), &v, ORDER);			\
-	return v;							\
+	return AMO("shmem_" #NAME "_atomic_fetch", TYPE, ctx, source, pe, \
+		   FETCH, 0, 0, true);					\
 }									\
 TYPE shmem_##NAME##_atomic_fetch(const TYPE *source, int pe)		\
 {									\
@@ -56,8 +74,8 @@ void shmem_##NAME##_atomic_fetch_nbi(TYPE *fetch, const TYPE *source,	\
 void shmem_ctx_##NAME##_atomic_set(shmem_ctx_t ctx, TYPE *dest,		\
 				   TYPE value, int pe)			\
 {									\
-	__atomic_store(TARGET("shmem_" #NAME "_atomic_set", TYPE, ctx,	\
-			      dest, pe), &value, ORDER);		\
+	AMO("shmem_" #NAME "_atomic_set", TYPE, ctx, dest, pe, SET, value, \
+	    0, false);							\
 }									\
 void shmem_##NAME##_atomic_set(TYPE *dest, TYPE value, int pe)		\
 {									\
@@ -66,11 +84,8 @@ void shmem_##NAME##_atomic_set(TYPE *dest, TYPE value, int pe)		\
 TYPE shmem_ctx_##NAME##_atomic_swap(shmem_ctx_t ctx, TYPE *dest,	\
 				    TYPE value, int pe)			\
 {									\
-	TYPE old;							\
-									\
-	__atomic_exchange(TARGET("shmem_" #NAME "_atomic_swap", TYPE, ctx, \
-				 dest, pe), &value, &old, ORDER);	\
-	return old;							\
+	return AMO("shmem_" #NAME "_atomic_swap", TYPE, ctx, dest, pe,	\
+		   SWAP, value, 0, true);				\
 }									\
 TYPE shmem_##NAME##_atomic_swap(TYPE *dest, TYPE value, int pe)		\
 {									\
@@ -90,13 +105,13 @@ void shmem_##NAME##_atomic_swap_nbi(TYPE *fetch, TYPE *dest, TYPE value, \
 }
 HMC_SHMEM_EXT_AMO_TYPES(DEFINE_EXT_AMO)
 
-/* One fetching read-modify-write op (add, and, or, xor) and its forms. */
-#define DEFINE_RMW(TYPE, NAME, OP, BUILTIN)				\
+/* One read-modify-write op (add, and, or, xor) and its forms. */
+#define DEFINE_RMW(TYPE, NAME, OP, AOP)					\
 TYPE shmem_ctx_##NAME##_atomic_fetch_##OP(shmem_ctx_t ctx, TYPE *dest,	\
 					  TYPE value, int pe)		\
 {									\
-	return BUILTIN(TARGET("shmem_" #NAME "_atomic_fetch_" #OP, TYPE, \
-			      ctx, dest, pe), value, ORDER);		\
+	return AMO("shmem_" #NAME "_atomic_fetch_" #OP, TYPE, ctx, dest, \
+		   pe, AOP, value, 0, true);				\
 }									\
 TYPE shmem_##NAME##_atomic_fetch_##OP(TYPE *dest, TYPE value, int pe)	\
 {									\
@@ -118,8 +133,8 @@ void shmem_##NAME##_atomic_fetch_##OP##_nbi(TYPE *fetch, TYPE *dest,	\
 void shmem_ctx_##NAME##_atomic_##OP(shmem_ctx_t ctx, TYPE *dest,	\
 				    TYPE value, int pe)			\
 {									\
-	BUILTIN(TARGET("shmem_" #NAME "_atomic_" #OP, TYPE, ctx, dest, pe), \
-		value, ORDER);						\
+	AMO("shmem_" #NAME "_atomic_" #OP, TYPE, ctx, dest, pe, AOP, value, \
+	    0, false);							\
 }									\
 void shmem_##NAME##_atomic_##OP(TYPE *dest, TYPE value, int pe)		\
 {									\
@@ -127,15 +142,12 @@ void shmem_##NAME##_atomic_##OP(TYPE *dest, TYPE value, int pe)		\
 }
 
 #define DEFINE_AMO(TYPE, NAME)						\
-	DEFINE_RMW(TYPE, NAME, add, __atomic_fetch_add)			\
+	DEFINE_RMW(TYPE, NAME, add, ADD)					\
 TYPE shmem_ctx_##NAME##_atomic_compare_swap(shmem_ctx_t ctx, TYPE *dest, \
 					    TYPE cond, TYPE value, int pe) \
 {									\
-	/* On failure @cond receives the value found: the result either way. */ \
-	__atomic_compare_exchange_n(TARGET("shmem_" #NAME "_atomic_compare_swap", \
-					   TYPE, ctx, dest, pe),	\
-				    &cond, value, false, ORDER, ORDER);	\
-	return cond;							\
+	return AMO("shmem_" #NAME "_atomic_compare_swap", TYPE, ctx, dest, \
+		   pe, CSWAP, value, cond, true);			\
 }									\
 TYPE shmem_##NAME##_atomic_compare_swap(TYPE *dest, TYPE cond, TYPE value, \
 					int pe)				\
@@ -188,7 +200,7 @@ void shmem_##NAME##_atomic_inc(TYPE *dest, int pe)			\
 HMC_SHMEM_AMO_TYPES(DEFINE_AMO)
 
 #define DEFINE_BITWISE(TYPE, NAME)					\
-	DEFINE_RMW(TYPE, NAME, and, __atomic_fetch_and)			\
-	DEFINE_RMW(TYPE, NAME, or, __atomic_fetch_or)			\
-	DEFINE_RMW(TYPE, NAME, xor, __atomic_fetch_xor)
+	DEFINE_RMW(TYPE, NAME, and, AND)				\
+	DEFINE_RMW(TYPE, NAME, or, OR)					\
+	DEFINE_RMW(TYPE, NAME, xor, XOR)
 HMC_SHMEM_BITWISE_AMO_TYPES(DEFINE_BITWISE)

@@ -30,8 +30,11 @@ _Static_assert(sizeof(shmemx_uniqueid_t) == sizeof(struct hmc_world_uid),
 static struct hmc_world *world;
 static bool own_world;
 
-/* Deadline of every start-up exchange: the world's own (HMC_WORLD_TIMEOUT). */
-static int timeout_ms(void)
+/*
+ * Deadline of every start-up exchange, and of every answer a remote PE
+ * owes us: the world's own (HMC_WORLD_TIMEOUT).
+ */
+int shm_boot_timeout_ms(void)
 {
 	const char *s = getenv("HMC_WORLD_TIMEOUT");
 	long v = s ? strtol(s, NULL, 10) : 0;
@@ -105,11 +108,21 @@ int shm_boot_allgather(const void *mine, size_t len, void *all)
 		memcpy(all, mine, len);
 		return 0;
 	}
-	err = hmc_world_allgather(world, mine, len, all, timeout_ms());
+	err = hmc_world_allgather(world, mine, len, all, shm_boot_timeout_ms());
 	if (err)
 		fprintf(stderr, "shmem: PE %u: start-up exchange: %s\n",
 			hmc_world_rank(world), hmc_world_last_error(world));
 	return err;
+}
+
+struct hmc_comm *shm_boot_comm(void)
+{
+	return world ? hmc_world_comm(world) : NULL;
+}
+
+int shm_boot_connect(int pe)
+{
+	return hmc_world_connect(world, (uint32_t)pe, shm_boot_timeout_ms());
 }
 
 void shm_boot_fini(void)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Collectives over a group (a team, or a deprecated active set with its
- * pSync): each PE pulls what it needs from its peers' mapped source
- * objects between two barriers. The first barrier says every source is
+ * pSync): each PE pulls what it needs from its peers' source objects
+ * (copies from mapped peers, gets from remote ones: peer.c) between two
+ * barriers. The first barrier says every source is
  * ready; the second that no peer still reads ours, so the routine may
  * return (the standard lets the caller reuse source and dest then).
  *
@@ -17,7 +18,10 @@
  * its source into its part of every peer's inbox and counts itself in,
  * then reduces what arrived. A member waits only until all have arrived,
  * where two barriers wait through four dissemination rounds; with more
- * PEs than CPUs every round is a trip through the scheduler.
+ * PEs than CPUs every round is a trip through the scheduler. Only groups
+ * whose members are all mapped do (its writers poll the peer's counters);
+ * the others take the barrier path, whose every access is a get, put or
+ * AMO that peer.c carries to any PE.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +46,10 @@ static void broadcast(const char *call, const struct shm_group *g,
 		      void *dest, const void *source, size_t len, int root,
 		      bool root_dest)
 {
-	shm_addr(call, source, len, shm.me);
+	shm_check_addr(call, source, len, shm.me);
 	shm_group_barrier(g);
 	if (len && g->me != root)
-		memcpy(dest, at(source, gpe(g, root)), len);
+		shm_get(call, gpe(g, root), dest, source, len);
 	else if (len && root_dest && dest != source)
 		memmove(dest, source, len);
 	shm_group_barrier(g);
@@ -56,11 +60,11 @@ static void fcollect(const char *call, const struct shm_group *g,
 {
 	int i;
 
-	shm_addr(call, source, len, shm.me);
+	shm_check_addr(call, source, len, shm.me);
 	shm_group_barrier(g);
 	for (i = 0; len && i < g->size; i++)
-		memcpy((char *)dest + (size_t)i * len, at(source, gpe(g, i)),
-		       len);
+		shm_get(call, gpe(g, i), (char *)dest + (size_t)i * len, source,
+			len);
 	shm_group_barrier(g);
 }
 
@@ -70,16 +74,15 @@ static void collect(const char *call, const struct shm_group *g, void *dest,
 	size_t off = 0;
 	int i;
 
-	shm_addr(call, source, len, shm.me);
+	shm_check_addr(call, source, len, shm.me);
 	__atomic_store_n(&g->sync[SHM_SYNC_WORD], len, __ATOMIC_RELAXED);
 	shm_group_barrier(g);
 	for (i = 0; i < g->size; i++) {
 		int pe = gpe(g, i);
-		size_t n = __atomic_load_n((uint64_t *)at(&g->sync[SHM_SYNC_WORD], pe),
-					   __ATOMIC_RELAXED);
+		size_t n = shm_amo(call, pe, &g->sync[SHM_SYNC_WORD], 8,
+				   SHM_AMO_FETCH, 0, 0, true);
 
-		if (n)
-			memcpy((char *)dest + off, at(source, pe), n);
+		shm_get(call, pe, (char *)dest + off, source, n);
 		off += n;
 	}
 	shm_group_barrier(g);
@@ -99,21 +102,22 @@ static void alltoalls(const char *call, const struct shm_group *g,
 		shm_fatal(call, "strides %td and %td must be at least 1", dst,
 			  sst);
 	if (n)
-		shm_addr(call, source, span, shm.me);
+		shm_check_addr(call, source, span, shm.me);
 	shm_group_barrier(g);
 	for (i = 0; n && i < g->size; i++) {
-		const unsigned char *s = at(source, gpe(g, i));
+		const unsigned char *s = source;
 		unsigned char *d = dest;
 
 		if (dst == 1 && sst == 1) {
-			memcpy(d + (size_t)i * n * size,
-			       s + (size_t)g->me * n * size, n * size);
+			shm_get(call, gpe(g, i), d + (size_t)i * n * size,
+				s + (size_t)g->me * n * size, n * size);
 			continue;
 		}
 		for (k = 0; k < n; k++)
-			memcpy(d + ((size_t)i * n + k) * (size_t)dst * size,
-			       s + ((size_t)g->me * n + k) * (size_t)sst * size,
-			       size);
+			shm_get(call, gpe(g, i),
+				d + ((size_t)i * n + k) * (size_t)dst * size,
+				s + ((size_t)g->me * n + k) * (size_t)sst * size,
+				size);
 	}
 	shm_group_barrier(g);
 }
@@ -170,19 +174,33 @@ static void flat_reduce(const struct shm_group *g, void *dest,
 	memcpy(dest, acc, bytes);
 }
 
+/* Combine @cnt elements of @src's copy on @pe into @acc. */
+static void reduce_from(const char *call, int pe, void *acc, void *scratch,
+			const void *src, size_t cnt, size_t size, red_fn op)
+{
+	const void *p = at(src, pe);
+
+	if (!p) {
+		shm_get(call, pe, scratch, src, cnt * size);
+		p = scratch;
+	}
+	op(acc, p, cnt);
+}
+
 static void reduce(const char *call, const struct shm_group *g, void *dest,
 		   const void *source, size_t n, size_t size, red_fn op)
 {
 	size_t bytes = n * size, per, lo = 0, cnt = n;
-	unsigned char *tmp;
+	unsigned char *tmp, *scratch = NULL;
 	bool small = bytes <= SMALL_REDUCE || g->size == 1;
 	int i;
 
 	if (!n)
 		return;
-	shm_addr(call, source, bytes, shm.me);
-	shm_addr(call, dest, bytes, shm.me);
-	if (g->size <= SHM_FLAT_MAX && bytes * (size_t)g->size <= SHM_INBOX_BYTES) {
+	shm_check_addr(call, source, bytes, shm.me);
+	shm_check_addr(call, dest, bytes, shm.me);
+	if (g->local && g->size <= SHM_FLAT_MAX &&
+	    bytes * (size_t)g->size <= SHM_INBOX_BYTES) {
 		flat_reduce(g, dest, source, n, size, op);
 		return;
 	}
@@ -192,15 +210,16 @@ static void reduce(const char *call, const struct shm_group *g, void *dest,
 		cnt = lo >= n ? 0 : (n - lo < per ? n - lo : per);
 	}
 	tmp = malloc(cnt ? cnt * size : 1);
-	if (!tmp)
+	if (!tmp || (!g->local && !(scratch = malloc(cnt ? cnt * size : 1))))
 		shm_fatal(call, "out of memory for %zu bytes", cnt * size);
 	shm_group_barrier(g);
 	if (cnt) {
-		memcpy(tmp, at((const char *)source + lo * size, gpe(g, 0)),
-		       cnt * size);
+		const char *src = (const char *)source + lo * size;
+
+		shm_get(call, gpe(g, 0), tmp, src, cnt * size);
 		for (i = 1; i < g->size; i++)
-			op(tmp, at((const char *)source + lo * size, gpe(g, i)),
-			   cnt);
+			reduce_from(call, gpe(g, i), tmp, scratch, src, cnt,
+				    size, op);
 	}
 	/* dest may be source: nobody may read sources once we write. */
 	shm_group_barrier(g);
@@ -208,10 +227,11 @@ static void reduce(const char *call, const struct shm_group *g, void *dest,
 		memcpy(dest, tmp, bytes);
 	} else {
 		for (i = 0; cnt && i < g->size; i++)
-			memcpy(at((char *)dest + lo * size, gpe(g, i)), tmp,
-			       cnt * size);
+			shm_put(call, gpe(g, i), (char *)dest + lo * size, tmp,
+				cnt * size);
 		shm_group_barrier(g);
 	}
+	free(scratch);
 	free(tmp);
 }
 

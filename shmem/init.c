@@ -27,9 +27,14 @@ struct shm_state shm = { .me = -1 };
 
 void shm_fatal(const char *call, const char *fmt, ...)
 {
+	static int once;
 	char msg[512];
 	va_list ap;
 
+	/* One line: a second thread that fails too waits for the first's exit. */
+	if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
+		for (;;)
+			pause();
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -38,6 +43,11 @@ void shm_fatal(const char *call, const char *fmt, ...)
 		fprintf(stderr, "shmem: PE %d: %s: %s\n", shm.me, call, msg);
 	else
 		fprintf(stderr, "shmem: %s: %s\n", call, msg);
+	/*
+	 * No launcher may span the hosts: end the remote PEs ourselves, so
+	 * that they do not report us as the failure in lines of their own.
+	 */
+	shm_peer_exit(1);
 	_exit(1);
 }
 
@@ -96,9 +106,9 @@ static void print_info(size_t heap)
 		printf("%s: OpenSHMEM %d.%d\n", SHMEM_VENDOR_STRING,
 		       SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION);
 	if (env_true("SHMEM_INFO"))
-		printf("  PEs %d, symmetric heap %zu bytes per PE (SHMEM_SYMMETRIC_SIZE), "
-		       "one host: peers' heaps and data segments mapped\n",
-		       shm.npes, heap);
+		printf("  PEs %d, symmetric heap %zu bytes per PE (SHMEM_SYMMETRIC_SIZE); "
+		       "PE 0 maps %d PEs' heaps and data segments, reaches the others by messages\n",
+		       shm.npes, heap, shmem_team_n_pes(SHMEM_TEAM_SHARED));
 }
 
 /* Start-up shared by shmem_init_thread() and shmemx_init_attr(). */
@@ -121,10 +131,19 @@ static int init(const shmemx_init_attr_t *attr, unsigned int flags,
 		shm_boot_fini();
 		return err;
 	}
+	err = shm_peer_init(why, why_len);
+	if (err) {
+		shm_seg_fini();
+		shm_boot_fini();
+		return err;
+	}
 	shm_heap_init((char *)shm.heap.base + shm.heap_internal,
 		      shm.heap.len - shm.heap_internal);
 	shm_team_init();
-	/* Every operation is a copy or a CPU atomic, safe from any thread. */
+	/*
+	 * Every operation is a copy, a CPU atomic or a message on a
+	 * communicator that any thread may use: safe from any thread.
+	 */
 	shm.thread_level = SHMEM_THREAD_MULTIPLE;
 	shm.initialized = 1;
 	shm_backoff_init();
@@ -245,6 +264,7 @@ void shmem_finalize(void)
 		return;
 	shmem_barrier_all();
 	shm.finalized = 1;
+	shm_peer_fini();
 	shm_seg_fini();
 	shm_boot_fini();
 }
@@ -252,12 +272,14 @@ void shmem_finalize(void)
 /*
  * The launcher (hmcrun, mpirun) ends the job when a PE exits with a
  * non-zero status; with status 0 it would wait for the others, so we end
- * them ourselves.
+ * them ourselves. A job across hosts may have a launcher per host, or
+ * none: every other PE is told to exit with @status.
  */
 void shmem_global_exit(int status)
 {
 	fflush(NULL);
-	if (!(status & 0xff) && shm.initialized && !shm.finalized)
+	if (shm.initialized && !shm.finalized && !shm_peer_exit(status) &&
+	    !(status & 0xff))
 		shm_seg_signal_peers(SIGTERM);
 	_exit(status);
 }
@@ -280,8 +302,11 @@ int shmem_pe_accessible(int pe)
 
 int shmem_addr_accessible(const void *addr, int pe)
 {
+	uint64_t off;
+
 	shm_check_init("shmem_addr_accessible");
-	return pe >= 0 && pe < shm.npes && shm_peer_addr(addr, pe);
+	/* Remote PEs are accessible too: by messages, not by address. */
+	return pe >= 0 && pe < shm.npes && shm_sym_locate(addr, &off) >= 0;
 }
 
 void *shmem_ptr(const void *dest, int pe)

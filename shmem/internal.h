@@ -7,6 +7,8 @@
  *   seg.c    the symmetric segments: the heap and the program's data
  *            segment, each in a memfd that every PE of the host maps, and
  *            the translation of a local symmetric address to a peer's copy
+ *   peer.c   every access to another PE's memory: by address for mapped
+ *            peers, by requests its progress thread serves for the others
  *   init.c   setup, queries, fatal errors
  *   heap.c   the symmetric heap allocator
  *   team.c   teams, barriers, contexts
@@ -16,6 +18,10 @@
  * memory, so put and get are copies, AMOs are CPU atomics (atomic with
  * respect to each other and to the target's own AMOs on every path),
  * shmem_ptr() returns a usable pointer, and no target thread is involved.
+ * PEs on other hosts (or in other pid or network namespaces, or with
+ * HMC_SHMEM_MAP=0) are "remote": peer.c reaches them by messages on the
+ * world's communicator, served by the target's progress thread with the
+ * same copies and CPU atomics.
  */
 #ifndef HMC_SHMEM_INTERNAL_H
 #define HMC_SHMEM_INTERNAL_H
@@ -54,14 +60,16 @@ struct shm_seg {
 /* What each PE publishes at start-up. */
 struct shm_peer_info {
 	/* Where @pid means this process: the kernel's boot id and our pid
-	 * namespace. PEs that differ in either cannot map each other. */
+	 * namespace. PEs that differ in either cannot map each other; those
+	 * in different network namespaces do not (they stand for hosts). */
 	char boot_id[40];
 	uint64_t pid_ns;
+	uint64_t net_ns;
 	int32_t pid;
 	int32_t heap_fd;
 	uint64_t heap_len;
 	uint32_t ndata;
-	uint32_t pad;
+	uint32_t map;		/* HMC_SHMEM_MAP is not off */
 	int32_t data_fd[SHM_MAX_DATA_SEGS];
 	uint64_t data_base[SHM_MAX_DATA_SEGS];
 	uint64_t data_len[SHM_MAX_DATA_SEGS];
@@ -84,6 +92,7 @@ struct hmc_shmem_team {
 	int my_index;		/* our index, or -1 */
 	int slot;		/* barrier slot index */
 	int predefined;
+	bool local;		/* every member is mapped */
 	shmem_team_config_t config;
 	int nctx;		/* contexts created from the team */
 };
@@ -99,7 +108,8 @@ struct shm_state {
 	int thread_level;
 	int me;
 	int npes;
-	/* Our segments and every PE's mapping of them (index by PE). */
+	/* Our segments and every PE's mapping of them (index by PE); NULL
+	 * for remote PEs. */
 	struct shm_seg heap;
 	size_t heap_internal;	/* bytes of the internal area at the start */
 	unsigned char **peer_heap;
@@ -120,16 +130,75 @@ int shm_boot_init(const shmemx_init_attr_t *attr, unsigned int flags,
 int shm_boot_allgather(const void *mine, size_t len, void *all);
 void shm_boot_fini(void);
 
-/* seg.c: send @sig to every other PE (global_exit's end of the job). */
+/* The world's communicator, NULL for a job of one PE. */
+struct hmc_comm *shm_boot_comm(void);
+/* Connect to @pe if the world connects lazily (0 if already). */
+int shm_boot_connect(int pe);
+int shm_boot_timeout_ms(void);
+
+/* seg.c: send @sig to every other mapped PE (global_exit's end of the job). */
 void shm_seg_signal_peers(int sig);
 
 /* seg.c */
 /* On failure, @why (if it got one) says why in words. */
 int shm_seg_init(size_t heap_size, char *why, size_t why_len);
 void shm_seg_fini(void);
-/* The address of @addr's copy on @pe, or NULL if @addr is not symmetric. */
+/*
+ * The address of @addr's copy on @pe, or NULL if @addr is not symmetric
+ * or @pe is remote.
+ */
 void *shm_peer_addr(const void *addr, int pe);
+/* Segment index (0 the heap, 1 + i data segment i) and offset of a local
+ * symmetric address, or -1 if @addr is not symmetric. */
+int shm_sym_locate(const void *addr, uint64_t *off);
+/* Our own address of [@off, +@len) of segment @seg, or NULL if outside. */
+void *shm_sym_local(unsigned int seg, uint64_t off, uint64_t len);
 struct shm_internal *shm_internal(int pe);
+
+static inline bool shm_pe_mapped(int pe)
+{
+	return shm.peer_heap[pe] != NULL;
+}
+
+/* peer.c: every access to another PE's symmetric memory. */
+enum shm_amo_op {
+	SHM_AMO_FETCH,
+	SHM_AMO_SET,
+	SHM_AMO_SWAP,
+	SHM_AMO_CSWAP,
+	SHM_AMO_ADD,
+	SHM_AMO_AND,
+	SHM_AMO_OR,
+	SHM_AMO_XOR,
+	SHM_AMO_NR,
+};
+
+/* Start serving remote PEs, if there are any. */
+int shm_peer_init(char *why, size_t why_len);
+/* Stop serving (after the last barrier): tell every peer we leave. */
+void shm_peer_fini(void);
+/* Whether some PE is remote (then every PE runs a progress thread). */
+bool shm_peer_remote(void);
+/* End every other PE with @status (global_exit); false if none is remote. */
+bool shm_peer_exit(int status);
+/*
+ * @dest, @src and the AMO's @addr are our own symmetric addresses, already
+ * checked; the access goes to their copy on @pe. A put is complete locally
+ * on return, remotely after shm_quiet(); a get and a fetching AMO when
+ * they return. @call names the routine in fatal errors.
+ */
+void shm_put(const char *call, int pe, void *dest, const void *src,
+	     size_t len);
+void shm_get(const char *call, int pe, void *dest, const void *src,
+	     size_t len);
+/* An AMO of @size (4 or 8) bytes; the old value if @fetch. */
+uint64_t shm_amo(const char *call, int pe, void *addr, unsigned int size,
+		 enum shm_amo_op op, uint64_t val, uint64_t cond, bool fetch);
+/* The CPU atomic both paths apply to the memory at @p: the old value. */
+uint64_t shm_amo_apply(void *p, unsigned int size, enum shm_amo_op op,
+		       uint64_t val, uint64_t cond);
+/* Every put and AMO issued so far is applied at its target. */
+void shm_quiet(void);
 
 /* init.c */
 void shm_fatal(const char *call, const char *fmt, ...)
@@ -137,23 +206,21 @@ void shm_fatal(const char *call, const char *fmt, ...)
 void shm_check_init(const char *call);
 
 /*
- * A peer address or a fatal error naming @call. An empty range (@len 0)
- * touches no memory, so any address will do (programs pass NULL): NULL.
+ * A fatal error naming @call unless @pe is a PE and [@addr, +@len) a local
+ * symmetric range. An empty range (@len 0) touches no memory, so any
+ * address will do (programs pass NULL).
  */
-static inline void *shm_addr(const char *call, const void *addr, size_t len,
-			     int pe)
+static inline void shm_check_addr(const char *call, const void *addr,
+				  size_t len, int pe)
 {
-	void *p;
-
 	if (pe < 0 || pe >= shm.npes)
 		shm_fatal(call, "PE %d is out of range [0, %d)", pe, shm.npes);
 	if (!len)
-		return NULL;
-	p = shm_peer_addr(addr, pe);
-	if (!p || (len && !shm_peer_addr((const char *)addr + len - 1, pe)))
+		return;
+	if (!shm_peer_addr(addr, shm.me) ||
+	    !shm_peer_addr((const char *)addr + len - 1, shm.me))
 		shm_fatal(call, "%p (%zu bytes) is not a symmetric data object",
 			  addr, len);
-	return p;
 }
 
 /* heap.c */
@@ -170,6 +237,7 @@ struct shm_group {
 	int stride;
 	int size;
 	int me;			/* our index in the group */
+	bool local;		/* every member is mapped */
 	uint64_t *sync;		/* local symmetric address, SHMEM_SYNC_SIZE words */
 };
 

@@ -26,6 +26,9 @@ void shm_backoff_init(void)
 	cpu_set_t set;
 	int local = shmem_team_n_pes(SHMEM_TEAM_SHARED);
 
+	/* With remote PEs, each local one has a progress thread to run too. */
+	if (shm_peer_remote())
+		local *= 2;
 	shm.spin_limit = SPIN_SHORT;
 	if (!sched_getaffinity(0, sizeof(set), &set) && local <= CPU_COUNT(&set))
 		shm.spin_limit = SPIN_LONG;

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * Remote memory access, signals, fence and quiet.
+ * Remote memory access, signals, fence and quiet, through peer.c.
  *
- * A peer's symmetric memory is mapped, so a put or get is a copy and is
- * complete when it returns: the non-blocking forms are the blocking ones,
- * quiet and fence only order the CPU's stores, and a signal is an atomic
- * store or add made after the data with release order, so a PE that sees
- * the signal (with an acquire load) sees the data.
+ * A mapped peer's put or get is a copy, complete when it returns: the
+ * non-blocking forms are the blocking ones. A remote peer's put is
+ * complete locally when it returns and remotely after quiet; its get
+ * returns with the data. A signal is an AMO after the data: on a mapped
+ * peer an atomic store or add made after the copy (sequentially
+ * consistent, so a PE that sees the signal with an acquire load sees the
+ * data); on a remote one a second request, which the target applies after
+ * the first.
  */
 #include <string.h>
 
@@ -15,32 +18,26 @@
 static void put(const char *call, shmem_ctx_t ctx, void *dest,
 		const void *source, size_t len, int pe)
 {
-	void *d;
-
 	shm_check_init(call);
 	pe = shm_ctx_pe(call, ctx, pe);
-	d = shm_addr(call, dest, len, pe);
-	if (len)
-		memcpy(d, source, len);
+	shm_check_addr(call, dest, len, pe);
+	shm_put(call, pe, dest, source, len);
 }
 
 static void get(const char *call, shmem_ctx_t ctx, void *dest,
 		const void *source, size_t len, int pe)
 {
-	const void *s;
-
 	shm_check_init(call);
 	pe = shm_ctx_pe(call, ctx, pe);
-	s = shm_addr(call, source, len, pe);
-	if (len)
-		memcpy(dest, s, len);
+	shm_check_addr(call, source, len, pe);
+	shm_get(call, pe, dest, source, len);
 }
 
 static void iput(const char *call, shmem_ctx_t ctx, void *dest,
 		 const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t n,
 		 size_t size, int pe)
 {
-	unsigned char *d;
+	unsigned char *d = dest;
 	const unsigned char *s = source;
 	size_t i;
 
@@ -48,10 +45,10 @@ static void iput(const char *call, shmem_ctx_t ctx, void *dest,
 	if (!n)
 		return;
 	pe = shm_ctx_pe(call, ctx, pe);
-	d = shm_addr(call, dest, ((n - 1) * (size_t)dst + 1) * size, pe);
+	shm_check_addr(call, dest, ((n - 1) * (size_t)dst + 1) * size, pe);
 	for (i = 0; i < n; i++)
-		memcpy(d + i * (size_t)dst * size, s + i * (size_t)sst * size,
-		       size);
+		shm_put(call, pe, d + i * (size_t)dst * size,
+			s + i * (size_t)sst * size, size);
 }
 
 static void iget(const char *call, shmem_ctx_t ctx, void *dest,
@@ -59,39 +56,34 @@ static void iget(const char *call, shmem_ctx_t ctx, void *dest,
 		 size_t size, int pe)
 {
 	unsigned char *d = dest;
-	const unsigned char *s;
+	const unsigned char *s = source;
 	size_t i;
 
 	shm_check_init(call);
 	if (!n)
 		return;
 	pe = shm_ctx_pe(call, ctx, pe);
-	s = shm_addr(call, source, ((n - 1) * (size_t)sst + 1) * size, pe);
+	shm_check_addr(call, source, ((n - 1) * (size_t)sst + 1) * size, pe);
 	for (i = 0; i < n; i++)
-		memcpy(d + i * (size_t)dst * size, s + i * (size_t)sst * size,
-		       size);
+		shm_get(call, pe, d + i * (size_t)dst * size,
+			s + i * (size_t)sst * size, size);
 }
 
 static void put_signal(const char *call, shmem_ctx_t ctx, void *dest,
 		       const void *source, size_t len, uint64_t *sig_addr,
 		       uint64_t signal, int sig_op, int pe)
 {
-	uint64_t *sig;
-	void *d;
-
 	shm_check_init(call);
 	if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
 		shm_fatal(call, "signal operation %d is not SHMEM_SIGNAL_SET or _ADD",
 			  sig_op);
 	pe = shm_ctx_pe(call, ctx, pe);
-	d = shm_addr(call, dest, len, pe);
-	sig = shm_addr(call, sig_addr, sizeof(*sig_addr), pe);
-	if (len)
-		memcpy(d, source, len);
-	if (sig_op == SHMEM_SIGNAL_SET)
-		__atomic_store_n(sig, signal, __ATOMIC_RELEASE);
-	else
-		__atomic_fetch_add(sig, signal, __ATOMIC_RELEASE);
+	shm_check_addr(call, dest, len, pe);
+	shm_check_addr(call, sig_addr, sizeof(*sig_addr), pe);
+	shm_put(call, pe, dest, source, len);
+	shm_amo(call, pe, sig_addr, sizeof(*sig_addr),
+		sig_op == SHMEM_SIGNAL_SET ? SHM_AMO_SET : SHM_AMO_ADD, signal,
+		0, false);
 }
 
 /*
@@ -233,6 +225,10 @@ HMC_SHMEM_SIZES(DEFINE_SIZED)
 
 DEFINE_RMA(putmem, getmem, void, 1)
 
+/*
+ * Fence: mapped peers' stores are ordered by the CPU fence, remote peers
+ * apply our requests in the order sent (see peer.c).
+ */
 void shmem_ctx_fence(shmem_ctx_t ctx)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -245,10 +241,10 @@ void shmem_fence(void)
 
 void shmem_ctx_quiet(shmem_ctx_t ctx)
 {
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	shm_quiet();
 }
 
 void shmem_quiet(void)
 {
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	shm_quiet();
 }

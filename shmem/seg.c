@@ -5,6 +5,13 @@
  * Each lives in a memfd mapped MAP_SHARED; every PE opens its peers' memfds
  * through /proc/<pid>/fd (same user, so the ptrace access check passes) and
  * maps them, so any PE reaches any symmetric byte on the host by address.
+ * Peers it does not map are remote (peer.c): on another host (another
+ * kernel boot id), in another pid namespace (where the pid names another
+ * process), in another network namespace (which stands for another host:
+ * that is how the tests put PEs on "hosts" of one machine), or when either
+ * side has HMC_SHMEM_MAP=0. Every condition holds both ways, so two PEs
+ * agree on whether they map each other, and PEs that map each other form
+ * groups in which all members map all others.
  *
  * The data segment (.data and .bss of the executable, after its RELRO part)
  * is moved into a memfd in place at start-up: its pages are copied into the
@@ -25,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -82,6 +90,13 @@ static int scan_exe(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/*
+ * The segment holds, between the program's objects, the redzones an
+ * AddressSanitizer build puts around globals: whole pages are read here
+ * and written to the memfd by the kernel (a raw syscall, which its pwrite
+ * interceptor does not check), as any bytes.
+ */
+__attribute__((no_sanitize_address))
 static bool page_is_zero(const unsigned char *p)
 {
 	const uint64_t *w = (const uint64_t *)p;
@@ -117,7 +132,8 @@ static int share_in_place(struct shm_seg *seg, int *fdp)
 			continue;
 		while (off + run < seg->len && !page_is_zero(p + off + run))
 			run += page_size;
-		if (pwrite(fd, p + off, run, (off_t)off) != (ssize_t)run) {
+		if (syscall(SYS_pwrite64, fd, p + off, run, (off_t)off) !=
+		    (long)run) {
 			err = -EIO;
 			goto err_close;
 		}
@@ -154,6 +170,13 @@ static void *map_peer(pid_t pid, int fd, size_t len)
 	return m == MAP_FAILED ? NULL : m;
 }
 
+static bool mappable(const struct shm_peer_info *a,
+		     const struct shm_peer_info *b)
+{
+	return a->map && b->map && !strcmp(a->boot_id, b->boot_id) &&
+	       a->pid_ns == b->pid_ns && a->net_ns == b->net_ns;
+}
+
 static int map_peers(const struct shm_peer_info *all, char *why, size_t why_len)
 {
 	const struct shm_peer_info *mine = &all[shm.me];
@@ -174,18 +197,21 @@ static int map_peers(const struct shm_peer_info *all, char *why, size_t why_len)
 	for (pe = 0; pe < shm.npes; pe++) {
 		const struct shm_peer_info *p = &all[pe];
 
-		/* Another kernel's or pid namespace's pid names another process. */
-		if (strcmp(p->boot_id, mine->boot_id) || p->pid_ns != mine->pid_ns) {
-			snprintf(why, why_len, "PE %d runs on another host or in another pid namespace; libhmc_shmem reaches the PEs of one host only",
-				 pe);
-			return -EXDEV;
-		}
-		peer_pid[pe] = p->pid;
 		if (p->heap_len != mine->heap_len || p->ndata != mine->ndata) {
 			snprintf(why, why_len, "PE %d has another symmetric heap size or executable",
 				 pe);
 			return -EINVAL;
 		}
+		for (s = 0; s < shm.ndata; s++) {
+			if (p->data_len[s] != mine->data_len[s]) {
+				snprintf(why, why_len, "PE %d runs another executable",
+					 pe);
+				return -EINVAL;
+			}
+		}
+		if (pe != shm.me && !mappable(p, mine))
+			continue;	/* remote: NULL mappings, no pid */
+		peer_pid[pe] = p->pid;
 		if (pe == shm.me) {
 			shm.peer_heap[pe] = (unsigned char *)shm.heap.base;
 			for (s = 0; s < shm.ndata; s++)
@@ -197,11 +223,6 @@ static int map_peers(const struct shm_peer_info *all, char *why, size_t why_len)
 		if (!shm.peer_heap[pe])
 			goto err_map;
 		for (s = 0; s < shm.ndata; s++) {
-			if (p->data_len[s] != mine->data_len[s]) {
-				snprintf(why, why_len, "PE %d runs another executable",
-					 pe);
-				return -EINVAL;
-			}
 			shm.peer_data[s][pe] = map_peer(p->pid, p->data_fd[s],
 							p->data_len[s]);
 			if (!shm.peer_data[s][pe])
@@ -217,9 +238,10 @@ err_map:
 	return -err;
 }
 
-/* The kernel we run on and the pid namespace our pid is valid in. */
+/* The kernel we run on, the namespaces we run in, and HMC_SHMEM_MAP. */
 static int host_identity(struct shm_peer_info *info)
 {
+	const char *map = getenv("HMC_SHMEM_MAP");
 	struct stat st;
 	FILE *f;
 	int ok;
@@ -234,6 +256,11 @@ static int host_identity(struct shm_peer_info *info)
 	if (stat("/proc/self/ns/pid", &st))
 		return -errno;
 	info->pid_ns = (uint64_t)st.st_ino;
+	if (stat("/proc/self/ns/net", &st))
+		return -errno;
+	info->net_ns = (uint64_t)st.st_ino;
+	info->map = !map || !(!strcmp(map, "0") || !strcasecmp(map, "off") ||
+			      !strcasecmp(map, "no"));
 	return 0;
 }
 
@@ -242,7 +269,7 @@ void shm_seg_signal_peers(int sig)
 	int pe;
 
 	for (pe = 0; peer_pid && pe < shm.npes; pe++)
-		if (pe != shm.me)
+		if (pe != shm.me && peer_pid[pe])
 			kill(peer_pid[pe], sig);
 }
 
@@ -334,12 +361,44 @@ void *shm_peer_addr(const void *addr, int pe)
 	uintptr_t a = (uintptr_t)addr;
 	unsigned int s;
 
+	if (!shm.peer_heap[pe])
+		return NULL;
 	if (a - shm.heap.base < shm.heap.len)
 		return shm.peer_heap[pe] + (a - shm.heap.base);
 	for (s = 0; s < shm.ndata; s++)
 		if (a - shm.data[s].base < shm.data[s].len)
 			return shm.peer_data[s][pe] + (a - shm.data[s].base);
 	return NULL;
+}
+
+int shm_sym_locate(const void *addr, uint64_t *off)
+{
+	uintptr_t a = (uintptr_t)addr;
+	unsigned int s;
+
+	if (a - shm.heap.base < shm.heap.len) {
+		*off = a - shm.heap.base;
+		return 0;
+	}
+	for (s = 0; s < shm.ndata; s++) {
+		if (a - shm.data[s].base < shm.data[s].len) {
+			*off = a - shm.data[s].base;
+			return (int)s + 1;
+		}
+	}
+	return -1;
+}
+
+void *shm_sym_local(unsigned int seg, uint64_t off, uint64_t len)
+{
+	const struct shm_seg *sg;
+
+	if (seg > shm.ndata)
+		return NULL;
+	sg = seg ? &shm.data[seg - 1] : &shm.heap;
+	if (off > sg->len || len > sg->len - off)
+		return NULL;
+	return (void *)(sg->base + off);
 }
 
 struct shm_internal *shm_internal(int pe)

@@ -12,6 +12,9 @@
  * non-zero, then takes one back. Counting rather than flagging lets a fast
  * peer signal the next barrier early, and leaves every counter at zero
  * once all members are through (the standard wants pSync restored).
+ * The increments go through peer.c: CPU atomics on mapped members, requests
+ * to remote ones; a barrier first quiets, so that every put issued before
+ * it has landed when any member leaves it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,6 +28,17 @@ struct hmc_shmem_ctx hmc_shmem_ctx_default = { .team = &hmc_shmem_team_world };
 
 static pthread_mutex_t team_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Whether every member of the progression is mapped. */
+static bool all_mapped(int start, int stride, int size)
+{
+	int i;
+
+	for (i = 0; i < size; i++)
+		if (!shm_pe_mapped(start + i * stride))
+			return false;
+	return true;
+}
+
 static void team_set(struct hmc_shmem_team *t, int start, int stride,
 		     int size, int slot)
 {
@@ -34,18 +48,45 @@ static void team_set(struct hmc_shmem_team *t, int start, int stride,
 	t->stride = stride;
 	t->size = size;
 	t->slot = slot;
+	t->local = all_mapped(start, stride, size);
 	t->my_index = -1;
 	if (stride ? d % stride == 0 && d / stride >= 0 && d / stride < size
 		   : d == 0)
 		t->my_index = stride ? d / stride : 0;
 }
 
+/*
+ * SHMEM_TEAM_SHARED: the PEs we map, when they form a progression (as
+ * launchers place them: consecutive ranks per host), else only us. Every
+ * member maps the same PEs, so all members agree on it, and the shared
+ * teams of different hosts are disjoint and may share a slot.
+ */
+static void shared_team(struct hmc_shmem_team *t)
+{
+	int first = -1, stride = 1, n = 0, pe;
+
+	for (pe = 0; pe < shm.npes; pe++) {
+		if (!shm_pe_mapped(pe))
+			continue;
+		if (first < 0)
+			first = pe;
+		else if (n == 1)
+			stride = pe - first;
+		else if (pe != first + n * stride)
+			break;
+		n++;
+	}
+	if (pe < shm.npes)
+		team_set(t, shm.me, 1, 1, 1);
+	else
+		team_set(t, first, stride, n, 1);
+}
+
 void shm_team_init(void)
 {
 	team_set(&hmc_shmem_team_world, 0, 1, shm.npes, 0);
 	hmc_shmem_team_world.predefined = 1;
-	/* One host: every PE shares memory with every other. */
-	team_set(&hmc_shmem_team_shared, 0, 1, shm.npes, 1);
+	shared_team(&hmc_shmem_team_shared);
 	hmc_shmem_team_shared.predefined = 1;
 	shm.slots_used = 3;
 }
@@ -63,6 +104,7 @@ bool shm_team_group(shmem_team_t team, struct shm_group *g)
 	g->stride = team->stride;
 	g->size = team->size;
 	g->me = team->my_index;
+	g->local = team->local;
 	g->sync = shm_internal(shm.me)->slot[team->slot].sync;
 	return true;
 }
@@ -84,11 +126,12 @@ void shm_set_group(const char *call, int start, int log_stride, int size,
 	if (d < 0 || d % stride || d / stride >= size)
 		shm_fatal(call, "this PE is not in the active set (PE_start %d, logPE_stride %d, PE_size %d)",
 			  start, log_stride, size);
-	(void)shm_addr(call, psync, SHMEM_SYNC_SIZE * sizeof(long), shm.me);
+	shm_check_addr(call, psync, SHMEM_SYNC_SIZE * sizeof(long), shm.me);
 	g->start = start;
 	g->stride = stride;
 	g->size = size;
 	g->me = d / stride;
+	g->local = all_mapped(start, stride, size);
 	g->sync = (uint64_t *)psync;
 }
 
@@ -106,10 +149,9 @@ static void flat_barrier(const struct shm_group *g)
 
 	for (i = 0; i < g->size; i++)
 		if (i != g->me)
-			__atomic_fetch_add((uint64_t *)shm_peer_addr(
-					&g->sync[SHM_SYNC_FLAG + g->me],
-					g->start + i * g->stride),
-					   1, __ATOMIC_RELEASE);
+			shm_amo("shmem_barrier", g->start + i * g->stride,
+				&g->sync[SHM_SYNC_FLAG + g->me], 8, SHM_AMO_ADD,
+				1, 0, false);
 	for (i = 0; i < g->size; i++) {
 		uint64_t *flag = &g->sync[SHM_SYNC_FLAG + i];
 		struct shm_backoff b = { 0 };
@@ -127,17 +169,17 @@ void shm_group_barrier(const struct shm_group *g)
 	int k, dist;
 
 	/* Our stores, and copies into peers, are visible before we signal. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	shm_quiet();
 	if (g->size <= FLAT_BARRIER) {
 		flat_barrier(g);
 		return;
 	}
 	for (k = 0, dist = 1; dist < g->size; k++, dist <<= 1) {
 		int to = g->start + ((g->me + dist) % g->size) * g->stride;
-		uint64_t *peer = shm_peer_addr(&g->sync[k], to);
 		struct shm_backoff b = { 0 };
 
-		__atomic_fetch_add(peer, 1, __ATOMIC_RELEASE);
+		shm_amo("shmem_barrier", to, &g->sync[k], 8, SHM_AMO_ADD, 1, 0,
+			false);
 		while (!__atomic_load_n(&g->sync[k], __ATOMIC_ACQUIRE))
 			shm_backoff(&b);
 		__atomic_fetch_sub(&g->sync[k], 1, __ATOMIC_ACQ_REL);
@@ -250,9 +292,9 @@ static int agree_slots(struct shm_group *pg, int n, int *slots)
 	shm_group_barrier(pg);
 	for (i = 0; i < pg->size; i++) {
 		int pe = pg->start + i * pg->stride;
-		uint64_t *w = shm_peer_addr(&pg->sync[SHM_SYNC_WORD], pe);
 
-		used |= __atomic_load_n(w, __ATOMIC_RELAXED);
+		used |= shm_amo("shmem_team_split", pe, &pg->sync[SHM_SYNC_WORD],
+				8, SHM_AMO_FETCH, 0, 0, true);
 	}
 	shm_group_barrier(pg);
 	for (i = 0; i < SHM_MAX_TEAMS && found < n; i++)
@@ -358,8 +400,9 @@ void shmem_team_destroy(shmem_team_t team)
 }
 
 /* ----------------------------------------------------------------------
- * Contexts: every operation completes as it is issued, so a context is
- * its team and options; quiet and fence order CPU stores.
+ * Contexts: a context is its team and options; its quiet is the PE's
+ * (peer.c counts requests per target PE, not per context), which
+ * completes more than the standard asks, never less.
  */
 int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx)
 {
@@ -392,7 +435,8 @@ void shmem_ctx_destroy(shmem_ctx_t ctx)
 		return;
 	if (ctx == SHMEM_CTX_DEFAULT)
 		shm_fatal("shmem_ctx_destroy", "SHMEM_CTX_DEFAULT cannot be destroyed");
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Destroying a context completes its operations. */
+	shm_quiet();
 	free(ctx);
 }
 

@@ -23,6 +23,12 @@
  * Both return 0, or a negative errno after printing why on stderr (the
  * core library's rule for errors; shmem_init() ends the job instead).
  * A second call after a successful one returns 0 and changes nothing.
+ *
+ * PEs that cannot map each other's memory (other hosts, pid or network
+ * namespaces, or HMC_SHMEM_MAP=0) reach each other by messages on the
+ * world's communicator, with tags from SHMEMX_COMM_TAG_BASE up: a program
+ * that gives its world to shmemx_init_attr() must not send or receive
+ * those, nor receive with HMC_ANY_TAG while libhmc_shmem runs.
  */
 #ifndef HMC_SHMEM_SHMEMX_H
 #define HMC_SHMEM_SHMEMX_H
@@ -39,6 +45,8 @@ struct hmc_world;
 typedef struct {
 	unsigned char bytes[96];
 } shmemx_uniqueid_t;
+
+#define SHMEMX_COMM_TAG_BASE		0x53484d0000000000ULL	/* "SHM" */
 
 #define SHMEMX_INIT_WITH_WORLD		(1U << 0)
 #define SHMEMX_INIT_WITH_UNIQUEID	(1U << 1)

@@ -15,8 +15,11 @@
  * host segments go through a communicator over the host segments (shm,
  * verbs or UCX, as HMC_TRANSPORT_AUTO picks), staged through a small
  * window of the ConnBuffer where the local side is not the segment
- * itself. Device segments are reached by their owner only: another rank's
- * device segment gives -EOPNOTSUPP.
+ * itself. Another rank's device segment (on this host or not) is reached
+ * through its owner, which moves the bytes between the wire and its
+ * device with its runtime, pipelined through message slots of both
+ * ConnBuffers; a NIC never takes device memory directly, as a
+ * communicator registers one memory region, its ConnBuffer.
  *
  * Copies are bounds-checked: a range must lie inside one segment of one
  * rank (-ERANGE otherwise, straddling included). A rank that left or
@@ -62,6 +65,13 @@ struct hmc_pool_opts {
 	/* Deadline of collectives and copies: 0 takes 30000 ms. */
 	int32_t timeout_ms;
 	uint32_t flags;			/* none yet: 0 */
+	/*
+	 * Room in this rank's ConnBuffer for user memory registered with
+	 * hmc_pool_register_user_mem() (0: none), so that the transports
+	 * reach it without a staging copy; rounded up to pages. The
+	 * ConnBuffer holds it whether used or not (mlocked where allowed).
+	 */
+	uint64_t user_mem_size;
 };
 
 /*
@@ -145,6 +155,18 @@ int hmc_pool_copy_batch(struct hmc_pool *pool,
  * the pool's device type) so that AUTO copies classify it: device memory
  * not from the pool's runtime cannot be told from host memory otherwise.
  * -EEXIST if it overlaps a registered range.
+ *
+ * A CPU range whose address and length are page-aligned is also made
+ * reachable by the transports, where the ConnBuffer can be shared (memfd
+ * or /dev/hmc) and its user_mem_size has room: its bytes move into that
+ * room and the room is mapped at @addr (MAP_SHARED, readable and
+ * writable), so the range keeps its address and contents while copies to
+ * and from it go straight between it and the wire, with no staging copy
+ * (it is then shared memory: a child forked meanwhile shares it). No
+ * other thread may write it during this call or the unregistration,
+ * which gives it back private anonymous pages with its contents; it must
+ * be unregistered before it is unmapped or freed (hmc_pool_destroy()
+ * gives it back too). Other ranges are only classified; their copies stage.
  */
 int hmc_pool_register_user_mem(struct hmc_pool *pool, void *addr, size_t len,
 			       enum hmc_mem_type type);

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Pool copies: an address is resolved to where its bytes are (a pointer
- * this process may use, or an offset in a remote rank's ConnBuffer), the
- * kind is checked against what each side is, and the copy runs as a
- * memcpy, a device runtime copy, or communicator puts and gets (staged
- * through the ConnBuffer's window where the local side is outside it,
- * chunks copied while others are on the wire).
+ * this process may use, an offset in a remote rank's ConnBuffer, or a
+ * remote rank's device segment), the kind is checked against what each
+ * side is, and the copy runs as a memcpy, a device runtime copy,
+ * communicator puts and gets (staged through the ConnBuffer's window
+ * where the local side is outside it, chunks copied while others are on
+ * the wire), or an exchange with the owner of a device segment (owner.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ struct loc {
 	size_t buf_off;		/* with in_buf: offset in the ConnBuffer */
 	bool in_buf;		/* in this rank's ConnBuffer */
 	bool host_seg;		/* a global range in a host segment */
+	bool served;		/* in another rank's device segment, at buf_off */
 };
 
 struct pool_job {
@@ -56,6 +58,7 @@ static int resolve_global(struct hmc_pool *p, const void *addr, size_t len,
 		return ret;
 	loc->rank = (int)r;
 	loc->in_buf = false;
+	loc->served = false;
 	loc->host_seg = off < p->host_slot;
 	if (!loc->host_seg)
 		off -= p->host_slot;
@@ -69,9 +72,10 @@ static int resolve_global(struct hmc_pool *p, const void *addr, size_t len,
 	loc->buf_off = off;
 	if (!loc->host_seg) {
 		if (r != p->rank) {
-			pr_debug("pool: rank %u's device segment is reachable by its owner only",
-				 r);
-			return -EOPNOTSUPP;
+			/* Its owner moves the bytes (owner.c). */
+			loc->ptr = NULL;
+			loc->served = true;
+			return 0;
 		}
 		loc->type = p->dev_type;
 		loc->ptr = (char *)p->dev_ptr + off;
@@ -87,26 +91,35 @@ static int resolve_global(struct hmc_pool *p, const void *addr, size_t len,
 	return 0;
 }
 
-/* What this process's memory at @addr is: CPU or the pool's device type. */
+/*
+ * What this process's memory at @addr is: CPU or the pool's device type,
+ * and, for registered memory moved into the ConnBuffer, where it lies
+ * there (@loc->ptr then its alias in the buffer: the same bytes, which the
+ * message layer recognises as the buffer's).
+ */
 static int classify_local(struct hmc_pool *p, const void *addr, size_t len,
-			  uint32_t *type)
+			  struct loc *loc)
 {
-	uintptr_t a = (uintptr_t)addr;
-	size_t i;
-	int dev;
+	const struct pool_user_range *u;
+	int dev, ret;
 
+	loc->ptr = (char *)addr;
+	loc->in_buf = false;
 	pthread_mutex_lock(&p->lock);
-	for (i = 0; i < p->nr_user; i++) {
-		const struct pool_user_range *u = &p->user[i];
-
-		if (a >= u->start && a - u->start < u->len) {
-			*type = u->type;
-			pthread_mutex_unlock(&p->lock);
-			return len <= u->len - (a - u->start) ? 0 : -ERANGE;
+	ret = pool_user_find(p, (uintptr_t)addr, len, &u);
+	if (u) {
+		loc->type = u->type;
+		if (!ret && u->moved) {
+			loc->buf_off = p->user_off + u->user_off +
+				       ((uintptr_t)addr - u->start);
+			loc->ptr = (char *)hmc_buf_ptr(p->buf) + loc->buf_off;
+			loc->in_buf = true;
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
-	*type = HMC_MEM_CPU;
+	if (u)
+		return ret;
+	loc->type = HMC_MEM_CPU;
 	if (p->dev_type == HMC_MEM_CPU)
 		return 0;
 	dev = mem_ptr_device(p->dev_type, addr);
@@ -117,7 +130,7 @@ static int classify_local(struct hmc_pool *p, const void *addr, size_t len,
 			 addr, hmc_mem_type_name(p->dev_type), dev, p->dev_id);
 		return -EINVAL;
 	}
-	*type = p->dev_type;
+	loc->type = p->dev_type;
 	return 0;
 }
 
@@ -153,7 +166,7 @@ static int resolve(struct hmc_pool *p, const void *addr, size_t len,
 	if ((uintptr_t)addr + len < (uintptr_t)addr ||
 	    (uintptr_t)p->base - (uintptr_t)addr < len)
 		return -ERANGE;
-	ret = classify_local(p, addr, len, &loc->type);
+	ret = classify_local(p, addr, len, loc);
 	if (ret)
 		return ret;
 	if ((want == SIDE_L && loc->type == HMC_MEM_CPU) ||
@@ -164,9 +177,8 @@ static int resolve(struct hmc_pool *p, const void *addr, size_t len,
 		return -EINVAL;
 	}
 	loc->rank = -1;
-	loc->ptr = (char *)addr;
-	loc->in_buf = false;
 	loc->host_seg = false;
+	loc->served = false;
 	return 0;
 }
 
@@ -320,7 +332,34 @@ static int get_staged(struct hmc_pool *p, const struct loc *dst,
 	return ret;
 }
 
-/* Between two remote host segments: through the window, chunk by chunk. */
+/* @n bytes at @pos of remote @src into the window. */
+static int relay_fetch(struct hmc_pool *p, const struct loc *src, size_t pos,
+		       size_t n)
+{
+	if (src->served)
+		return pool_dev_read(p, (uint32_t)src->rank, src->buf_off + pos,
+				     stage_ptr(p, 0), HMC_MEM_CPU, n);
+	return hmc_comm_get(p->comm, (uint32_t)src->rank, stage_off(p, 0),
+			    src->buf_off + pos, n);
+}
+
+/* @n bytes of the window to @pos of remote @dst. */
+static int relay_store(struct hmc_pool *p, const struct loc *dst, size_t pos,
+		       size_t n)
+{
+	if (dst->served)
+		return pool_dev_write(p, (uint32_t)dst->rank,
+				      dst->buf_off + pos, stage_ptr(p, 0),
+				      HMC_MEM_CPU, n);
+	return hmc_comm_put(p->comm, (uint32_t)dst->rank, stage_off(p, 0),
+			    dst->buf_off + pos, n);
+}
+
+/*
+ * Between two remote segments: through the window, a window at a time
+ * (a device segment's side is an exchange with its owner, which takes
+ * the window's bytes or lands them without a copy).
+ */
 static int relay(struct hmc_pool *p, const struct loc *dst,
 		 const struct loc *src, size_t len)
 {
@@ -329,15 +368,12 @@ static int relay(struct hmc_pool *p, const struct loc *dst,
 
 	pthread_mutex_lock(&p->stage_lock);
 	for (pos = 0; pos < len && !ret; pos += n) {
-		n = min_t(size_t, len - pos, POOL_STAGE_CHUNK);
-		ret = hmc_comm_get(p->comm, (uint32_t)src->rank,
-				   stage_off(p, 0), src->buf_off + pos, n);
+		n = min_t(size_t, len - pos, POOL_STAGE_SIZE);
+		ret = relay_fetch(p, src, pos, n);
 		if (!ret)
-			ret = hmc_comm_put(p->comm, (uint32_t)dst->rank,
-					   stage_off(p, 0), dst->buf_off + pos,
-					   n);
+			ret = relay_store(p, dst, pos, n);
 	}
-	if (!ret)
+	if (!ret && !dst->served)
 		ret = hmc_comm_flush(p->comm, (uint32_t)dst->rank);
 	pthread_mutex_unlock(&p->stage_lock);
 	return ret;
@@ -357,6 +393,12 @@ static int run_copy(struct hmc_pool *p, const struct loc *dst,
 				 len);
 	if (!dst->ptr && !src->ptr)
 		return relay(p, dst, src, len);
+	if (dst->served)
+		return pool_dev_write(p, (uint32_t)dst->rank, dst->buf_off,
+				      src->ptr, src->type, len);
+	if (src->served)
+		return pool_dev_read(p, (uint32_t)src->rank, src->buf_off,
+				     dst->ptr, dst->type, len);
 	if (!dst->ptr) {
 		if (src->in_buf) {
 			ret = hmc_comm_put(p->comm, (uint32_t)dst->rank,

@@ -421,13 +421,17 @@ static int setup_buffer(struct hmc_pool *p, const struct hmc_pool_opts *o,
 {
 	HMC_OPTS(hmc_comm_opts, co, .rank = p->rank,
 		 .connect_timeout_ms = p->timeout_ms,
-		 .op_timeout_ms = p->timeout_ms);
+		 .op_timeout_ms = p->timeout_ms,
+		 .msg_region = POOL_MSG_REGION, .msg_slot_size = POOL_MSG_SLOT);
 	const char *ip = getenv("HMC_WORLD_ADDR");
 	int ret;
 
+	p->user_off = (pool_stage_off(p, o->host_size) + POOL_STAGE_SIZE +
+		       p->page - 1) & ~(p->page - 1);
+	p->user_size = (o->user_mem_size + p->page - 1) & ~(p->page - 1);
 	ret = hmc_buf_create(HMC_MEM_CPU, 0,
-			     pool_stage_off(p, o->host_size) + POOL_STAGE_SIZE,
-			     NULL, &p->buf);
+			     p->user_off + p->user_size + POOL_MSG_REGION, NULL,
+			     &p->buf);
 	if (ret)
 		return ret;
 	/* Shareable where the backing allows (memfd, /dev/hmc). */
@@ -451,8 +455,8 @@ static int setup_buffer(struct hmc_pool *p, const struct hmc_pool_opts *o,
 
 static int check_opts(const struct hmc_pool_opts *o)
 {
-	if (o->flags || o->host_size > SIZE_MAX / 2 ||
-	    o->device_size > SIZE_MAX / 2)
+	if (o->flags || o->host_size > SIZE_MAX / 4 ||
+	    o->device_size > SIZE_MAX / 4 || o->user_mem_size > SIZE_MAX / 4)
 		return -EINVAL;
 	if (!o->device_size)
 		return 0;
@@ -461,9 +465,19 @@ static int check_opts(const struct hmc_pool_opts *o)
 	return 0;
 }
 
+static int user_restore(struct hmc_pool *p, const struct pool_user_range *u);
+
 static void pool_free(struct hmc_pool *p)
 {
+	size_t i;
+
 	pool_copy_stop(p);
+	pool_serve_stop(p);
+	/* Registered memory gets its own pages back before the buffer goes. */
+	for (i = 0; i < p->nr_user; i++)
+		if (p->user[i].moved && user_restore(p, &p->user[i]))
+			pr_debug("pool: %#lx: cannot give it private pages back; it stays mapped shared",
+				 (unsigned long)p->user[i].start);
 	if (p->comm)
 		hmc_comm_destroy(p->comm);
 	if (p->base)
@@ -566,6 +580,8 @@ int hmc_pool_create(struct hmc_world *world, const struct hmc_pool_opts *opts,
 	if (!ret)
 		ret = pool_copy_start(p);
 	if (!ret)
+		ret = pool_serve_start(p);
+	if (!ret)
 		ret = hmc_world_barrier(world, p->timeout_ms);
 	if (ret)
 		goto fail;
@@ -655,6 +671,87 @@ int hmc_pool_rank_of(const struct hmc_pool *p, const void *gaddr)
 	return (int)((a - base) / p->stride);
 }
 
+int pool_user_find(struct hmc_pool *p, uintptr_t a, size_t len,
+		   const struct pool_user_range **found)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_user; i++) {
+		const struct pool_user_range *u = &p->user[i];
+
+		if (a >= u->start && a - u->start < u->len) {
+			*found = u;
+			return len <= u->len - (a - u->start) ? 0 : -ERANGE;
+		}
+	}
+	*found = NULL;
+	return 0;
+}
+
+/* The first gap of @len bytes in the user memory room, or -ENOSPC. */
+static int64_t user_room(const struct hmc_pool *p, size_t len)
+{
+	size_t at = 0, i;
+
+again:
+	if (len > p->user_size || at > p->user_size - len)
+		return -ENOSPC;
+	for (i = 0; i < p->nr_user; i++) {
+		const struct pool_user_range *u = &p->user[i];
+
+		if (u->moved && at < u->user_off + u->len &&
+		    u->user_off < at + len) {
+			at = u->user_off + u->len;
+			goto again;
+		}
+	}
+	return (int64_t)at;
+}
+
+/*
+ * Move @u's bytes into the room and map the room at its address; false
+ * (and the range as it was) where that cannot be done.
+ */
+static bool user_move(struct hmc_pool *p, struct pool_user_range *u)
+{
+	char *room;
+	int64_t at;
+
+	if (u->type != HMC_MEM_CPU || p->export_fd < 0 ||
+	    (u->start | u->len) & (p->page - 1))
+		return false;
+	at = user_room(p, u->len);
+	if (at < 0)
+		return false;
+	room = (char *)hmc_buf_ptr(p->buf) + p->user_off + at;
+	memcpy(room, (void *)u->start, u->len);
+	if (mmap((void *)u->start, u->len, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, p->export_fd,
+		 (off_t)(p->user_off + at)) == MAP_FAILED) {
+		pr_debug("pool: mapping the ConnBuffer at %#lx: %s; copies of it stage",
+			 (unsigned long)u->start, strerror(errno));
+		return false;
+	}
+	u->moved = true;
+	u->user_off = (size_t)at;
+	return true;
+}
+
+/*
+ * Private anonymous pages back under a moved range, with its bytes, which
+ * the room still holds. (Not mremap(): UCX's memory hooks, where UCX is
+ * loaded, move a MREMAP_FIXED mapping elsewhere.)
+ */
+static int user_restore(struct hmc_pool *p, const struct pool_user_range *u)
+{
+	if (mmap((void *)u->start, u->len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return -errno;
+	memcpy((void *)u->start,
+	       (char *)hmc_buf_ptr(p->buf) + p->user_off + u->user_off, u->len);
+	return 0;
+}
+
 int hmc_pool_register_user_mem(struct hmc_pool *p, void *addr, size_t len,
 			       enum hmc_mem_type type)
 {
@@ -679,8 +776,11 @@ int hmc_pool_register_user_mem(struct hmc_pool *p, void *addr, size_t len,
 		u = realloc(p->user, (p->nr_user + 1) * sizeof(*u));
 		if (u) {
 			p->user = u;
-			u[p->nr_user++] = (struct pool_user_range){
-				.start = a, .len = len, .type = type };
+			u = &u[p->nr_user];
+			*u = (struct pool_user_range){ .start = a, .len = len,
+						       .type = type };
+			user_move(p, u);
+			p->nr_user++;
 		} else {
 			ret = -ENOMEM;
 		}
@@ -698,11 +798,12 @@ int hmc_pool_unregister_user_mem(struct hmc_pool *p, void *addr)
 		return -EINVAL;
 	pthread_mutex_lock(&p->lock);
 	for (i = 0; i < p->nr_user; i++) {
-		if (p->user[i].start == (uintptr_t)addr) {
+		if (p->user[i].start != (uintptr_t)addr)
+			continue;
+		ret = p->user[i].moved ? user_restore(p, &p->user[i]) : 0;
+		if (!ret)
 			p->user[i] = p->user[--p->nr_user];
-			ret = 0;
-			break;
-		}
+		break;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return ret;

@@ -3,10 +3,13 @@
  * The pool's insides (include/hmc/pool.h is the interface).
  *
  * Each rank's ConnBuffer holds, in this order: its host segment, the
- * extra context (an 8-byte length, then up to 64 KiB), the subgroup inbox
- * and the staging window through which copies between remote segments
- * and memory outside the ConnBuffer go. Every offset follows from the
- * rank's host segment size, so peers compute them.
+ * extra context (an 8-byte length, then up to 64 KiB), the subgroup inbox,
+ * the staging window through which copies between remote segments and
+ * memory outside the ConnBuffer go, the room for registered user memory
+ * (page-aligned), and last the message layer's slots, through which
+ * device segments are reached (owner.c). Peers compute the offsets up to
+ * the window's from the rank's host segment size; they never address the
+ * rest, and the message layer says where its slots are itself.
  */
 #ifndef HMC_LIB_POOL_POOL_H
 #define HMC_LIB_POOL_POOL_H
@@ -22,10 +25,21 @@
 #define POOL_SLOT_ALIGN		(2UL << 20)
 #define POOL_EXTRA_AREA		(8 + HMC_POOL_EXTRA_MAX)
 #define POOL_INBOX_SIZE		(1UL << 20)
-/* Slots of the window, so chunks are copied while others are on the wire. */
-#define POOL_STAGE_CHUNK	(256UL << 10)
-#define POOL_STAGE_SLOTS	4
+/*
+ * Slots of the window, so chunks are copied while others are on the wire.
+ * Small chunks keep the staged bytes in cache from our copy to the
+ * transport's (a socket's copy, a NIC's read), and one chunk with its
+ * tcp frame header fits a 64 KiB segment: across two network namespaces
+ * over tcp, 1 MiB copies against a put of 1 MiB from the ConnBuffer went
+ * from a median of 0.81 with 256 KiB chunks to 1.19 with these (0.93 with
+ * 32 KiB, 0.82 with 64 KiB: the header spills over).
+ */
+#define POOL_STAGE_CHUNK	(56UL << 10)
+#define POOL_STAGE_SLOTS	18
 #define POOL_STAGE_SIZE		(POOL_STAGE_SLOTS * POOL_STAGE_CHUNK)
+/* Message slots (half to send, half to receive), for device segments. */
+#define POOL_MSG_SLOT		(256U << 10)
+#define POOL_MSG_REGION		(8 * (uint64_t)POOL_MSG_SLOT)
 
 enum pool_rank_state {
 	POOL_RANK_NONE,		/* no member, or no pool there */
@@ -49,6 +63,8 @@ struct pool_user_range {
 	uintptr_t start;
 	size_t len;
 	uint32_t type;		/* enum hmc_mem_type */
+	bool moved;		/* its pages are the ConnBuffer's, at user_off */
+	size_t user_off;	/* with moved: in the user memory room */
 };
 
 struct hmc_pool {
@@ -76,6 +92,8 @@ struct hmc_pool {
 	struct pool_rank *ranks;
 	struct pool_user_range *user;
 	size_t nr_user;
+	size_t user_off;		/* the room for user memory: ours only */
+	size_t user_size;
 
 	pthread_mutex_t stage_lock;	/* the staging window */
 	pthread_mutex_t group_lock;	/* the inbox: one subgroup call at once */
@@ -90,6 +108,12 @@ struct hmc_pool {
 	bool q_stop;
 	bool q_started;
 	pthread_t worker;
+
+	/* Serving our device segment to the other ranks (owner.c). */
+	uint32_t next_id;		/* of our requests to other owners */
+	bool serve_stop;
+	bool serve_started;
+	pthread_t server;
 };
 
 static inline size_t pool_extra_off(const struct hmc_pool *p, uint64_t host_size)
@@ -113,8 +137,25 @@ static inline size_t pool_stage_off(const struct hmc_pool *p, uint64_t host_size
  */
 int pool_rank_check(struct hmc_pool *p, uint32_t rank);
 
+/*
+ * The registered range holding [@addr, @addr + @len), if any, under
+ * p->lock; -ERANGE if the range runs past it.
+ */
+int pool_user_find(struct hmc_pool *p, uintptr_t addr, size_t len,
+		   const struct pool_user_range **u);
+
 /* copy.c */
 int pool_copy_start(struct hmc_pool *p);
 void pool_copy_stop(struct hmc_pool *p);
+
+/* owner.c: our device segment served to others, and theirs reached. */
+int pool_serve_start(struct hmc_pool *p);
+void pool_serve_stop(struct hmc_pool *p);
+/* @len bytes at @src (memory of @src_type) to @off of @rank's device segment. */
+int pool_dev_write(struct hmc_pool *p, uint32_t rank, uint64_t off,
+		   const void *src, uint32_t src_type, size_t len);
+/* @len bytes at @off of @rank's device segment into @dst (of @dst_type). */
+int pool_dev_read(struct hmc_pool *p, uint32_t rank, uint64_t off, void *dst,
+		  uint32_t dst_type, size_t len);
 
 #endif

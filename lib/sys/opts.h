@@ -31,7 +31,7 @@
 #define hmc_comm_opts__reserved(o)	((o)->reserved0 || (o)->reserved1)
 #define hmc_world_opts__last_field	err_msg_len
 #define hmc_world_opts__reserved(o)	0
-#define hmc_pool_opts__last_field	flags
+#define hmc_pool_opts__last_field	user_mem_size
 #define hmc_pool_opts__reserved(o)	0
 
 /*

@@ -61,6 +61,7 @@ class PoolOpts(Structure):
         ("device_id", c_int32),
         ("timeout_ms", c_int32),
         ("flags", c_uint32),
+        ("user_mem_size", c_uint64),
     ]
 
 
@@ -267,11 +268,12 @@ class Pool:
 
 
 def create(world, host_size, device_size=0, device_type=MemoryType.CPU,
-           device_id=0, timeout=30.0):
+           device_id=0, timeout=30.0, user_mem_size=0):
     """hmc_pool_create() over @world (collective)."""
     opts = PoolOpts(sz=ctypes.sizeof(PoolOpts), host_size=host_size,
                     device_size=device_size, device_type=int(device_type),
-                    device_id=device_id, timeout_ms=int(timeout * 1000))
+                    device_id=device_id, timeout_ms=int(timeout * 1000),
+                    user_mem_size=user_mem_size)
     h = _p()
     rc = _api().hmc_pool_create(world._live(), byref(opts), byref(h))
     if rc:

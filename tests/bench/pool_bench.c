@@ -11,7 +11,10 @@
  *         pool_g2l_64MiB_vs_memcpy   64 MiB the other way;
  *   net   pool_l2g_1MiB_vs_put       1 MiB to rank 1's segment, against
  *                                    hmc_comm_put + flush of 1 MiB on the
- *                                    world's communicator (same transport).
+ *                                    world's communicator (same transport);
+ *         pool_l2g_1MiB_registered_vs_put  the same from memory registered
+ *                                    with hmc_pool_register_user_mem(),
+ *                                    which the transport reads directly.
  *
  * L is this process's memory: host memory here, as the machine may have
  * no GPU (with one, L2G adds the runtime's device-to-host copy to both).
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <hmc/pool.h>
@@ -131,7 +135,7 @@ int main(int argc, char **argv)
 	}
 	{
 		HMC_OPTS(hmc_pool_opts, po, .host_size = net ? 2 * mib : big,
-			 .timeout_ms = TIMEOUT_MS);
+			 .timeout_ms = TIMEOUT_MS, .user_mem_size = mib);
 
 		ret = hmc_pool_create(world, &po, &pool);
 	}
@@ -149,9 +153,27 @@ int main(int argc, char **argv)
 		cp = (struct copy_ctx){ .pool = pool, .dst = seg, .src = a,
 					.len = mib, .kind = HMC_POOL_H2G };
 		if (net) {
+			char *reg = mmap(NULL, mib, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
 			ref.comm = hmc_world_comm(world);
 			ratio("pool_l2g_1MiB_vs_put", 0.95, op_put, &ref,
 			      op_pool, &cp, 50);
+			if (reg != MAP_FAILED) {
+				memset(reg, 0x3c, mib);
+				ret = hmc_pool_register_user_mem(pool, reg, mib,
+								 HMC_MEM_CPU);
+				cp.src = reg;
+				if (ret)
+					printf("# registering: %s\n",
+					       hmc_strerror(ret));
+				else
+					ratio("pool_l2g_1MiB_registered_vs_put",
+					      0.95, op_put, &ref, op_pool, &cp,
+					      50);
+				hmc_pool_unregister_user_mem(pool, reg);
+				munmap(reg, mib);
+			}
 		} else {
 			ratio("pool_l2g_1MiB_vs_memcpy", 0.9, op_memcpy, &ref,
 			      op_pool, &cp, 200);

@@ -4,8 +4,10 @@
  * the environment, a pool over it, then every copy kind between this rank
  * and every rank (itself included), synchronous, asynchronous and in
  * batches, each region written by one rank and read back by all, every
- * byte checked; refused copies (out of range, straddling, wrong kind, a
- * remote device segment); extra contexts, allgathers and subgroups.
+ * byte checked; with -d, every kind that reaches another rank's device
+ * segment too; refused copies (out of range, straddling, wrong kind);
+ * registered user memory moved into the ConnBuffer and copied without
+ * staging; extra contexts, allgathers and subgroups.
  *
  *   pool_test [-M] [-d cuda|rocm|ascend|cnrt|musa] [-m churn]
  * -M: every rank is on this host, so every host segment must be mapped
@@ -13,7 +15,8 @@
  * -d gives each rank a device segment of that runtime (the mocks of
  * tests/gpu on a machine without one) and runs the device kinds too.
  * -m churn: the last rank leaves (destroys its pool, leaves the world) and
- * the one before it dies by SIGKILL while the others copy to them; the
+ * the one before it dies by SIGKILL while the others copy to them (to
+ * their device segments too, with -d); the
  * survivors must see -ECONNRESET, never a fault, and keep working among
  * themselves; then the leaver joins the world again, enters the pool while
  * the survivors refresh theirs, and data flows both ways.
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <hmc/pool.h>
@@ -35,6 +39,7 @@
 #include "pattern.h"
 
 #define TIMEOUT_MS	20000
+#define USER_ROOM	(2 << 20)	/* user_mem_size */
 #define REGION		50021		/* odd: no alignment helps */
 #define DEV_REGION	20011
 
@@ -63,14 +68,19 @@ static enum hmc_mem_type dev_type = HMC_MEM_CPU;
 		      got_, hmc_strerror((int)got_), (long)(want));	\
 	} while (0)
 
+/* Room for the phases' regions, then for the remote device rounds. */
+#define HOFF		((2 << 20) + 4096 + 5)	/* in host segments */
+#define DOFF		13			/* copies' target, device */
+#define DOFF_SRC	((1152 << 10) + 3)	/* copies' source, device */
+
 static uint64_t host_size(uint32_t r)
 {
-	return (2 << 20) + r * 4096 + 123;
+	return (4 << 20) + r * 4096 + 123;
 }
 
 static uint64_t dev_size(uint32_t r)
 {
-	return dev_type == HMC_MEM_CPU ? 0 : (256 << 10) + r * 4096;
+	return dev_type == HMC_MEM_CPU ? 0 : (2304 << 10) + r * 4096;
 }
 
 /* Distinct data per phase, writer and target. */
@@ -214,6 +224,46 @@ static void host_kinds(struct hmc_pool *pool)
 	       me, n);
 }
 
+/*
+ * Sizes around the staging window's chunks (56 KiB) and the window (18 of
+ * them), to the next rank's host segment from host memory and back: each
+ * rank is written by the previous one only.
+ */
+static void stage_sizes(struct hmc_pool *pool)
+{
+	static const size_t sizes[] = {
+		57343, 57344, 57345, 3 * 57344 + 1, 18 * 57344 - 1, 18 * 57344,
+		18 * 57344 + 1, 2 * 18 * 57344 + 4097,
+	};
+	const size_t max = 2 * 18 * 57344 + 4097;
+	uint8_t *out = malloc(max), *in = malloc(max);
+	uint32_t next = (me + 1) % n, prev = (me + n - 1) % n, i;
+	char *to = hmc_pool_ptr(pool, HMC_POOL_HOST, next) + HOFF;
+	char *mine = hmc_pool_ptr(pool, HMC_POOL_HOST, me) + HOFF;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+		pattern_fill(out, sizes[i], seed(60 + i, me, next));
+		CHECK_RET(hmc_pool_copy(pool, to, out, sizes[i], HMC_POOL_H2G,
+					i & 1 ? HMC_POOL_COPY_ASYNC : 0), 0);
+		CHECK_RET(hmc_pool_wait(pool, TIMEOUT_MS), 0);
+		memset(in, 0, sizes[i]);
+		CHECK_RET(hmc_pool_copy(pool, in, to, sizes[i], HMC_POOL_G2H, 0),
+			  0);
+		check_bytes(in, sizes[i], seed(60 + i, me, next),
+			    "staged sizes, read back", me, next);
+		CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+		memset(in, 0, sizes[i]);
+		CHECK_RET(hmc_pool_copy(pool, in, mine, sizes[i], HMC_POOL_GH2H,
+					0), 0);
+		check_bytes(in, sizes[i], seed(60 + i, prev, me),
+			    "staged sizes, written", prev, me);
+		CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	}
+	free(out);
+	free(in);
+	printf("ok - rank %u: staged copies around the window's chunks\n", me);
+}
+
 #define THREADS		3
 
 struct copier {
@@ -332,15 +382,320 @@ static void device_kinds(struct hmc_pool *pool)
 		  -EINVAL);
 	CHECK_RET(hmc_pool_copy(pool, dseg, dev, len, HMC_POOL_L2GH, 0),
 		  -EINVAL);
-	if (n > 1)	/* another rank's device segment */
-		CHECK_RET(hmc_pool_copy(pool, hmc_pool_ptr(pool, HMC_POOL_DEVICE,
-							   (me + 1) % n),
-					host, 16, HMC_POOL_H2G, 0), -EOPNOTSUPP);
 	CHECK_RET(hmc_mem_free(dev_type, 0, dev), 0);
 	free(host);
 	free(back);
 	printf("ok - rank %u: device kinds on %s\n", me,
 	       hmc_mem_type_name(dev_type));
+}
+
+/*
+ * Sizes around the boundaries of the ways a remote device segment is
+ * reached: eager messages (32 KiB), message slots (256 KiB), the staging
+ * window of relays (18 x 56 KiB), 1 MiB.
+ */
+static const size_t rdev_sizes[] = {
+	1, 4095, 32768, 32769, 262143, 262144, 262145, 600001, 1032192,
+	1032193, 1048577,
+};
+
+/* How a round's writer fills the next rank's device segment. */
+enum rdev_write {
+	RW_L2G,		/* from our device memory */
+	RW_H2G,		/* from host memory */
+	RW_G2G_OWN,	/* from our host segment (no staging on our side) */
+	RW_AUTO_DEV,	/* AUTO from our device memory */
+	RW_AUTO_HOST,	/* AUTO from host memory */
+	RW_G2G_HOST,	/* from the previous rank's host segment (relay) */
+	RW_G2G_DEV,	/* from the previous rank's device segment (relay) */
+	RW_NR,
+};
+
+/* How it reads that back. */
+enum rdev_read {
+	RR_G2H,		/* into host memory, as a batch of two */
+	RR_G2L,		/* into our device memory, asynchronously */
+	RR_G2G_OWN,	/* into our host segment */
+	RR_AUTO_DEV,	/* AUTO into our device memory */
+	RR_G2G_HOST,	/* into the next rank's host segment (relay), then G2H */
+	RR_NR,
+};
+
+/* Round @round's bytes that rank @r places in its own segments. */
+static uint64_t rdev_seed(uint32_t round, uint32_t r)
+{
+	return seed(40 + round, r, 77);
+}
+
+static int rdev_read(struct hmc_pool *pool, enum rdev_read how, char *from,
+		     size_t len, uint8_t *out, void *dev)
+{
+	char *own = hmc_pool_ptr(pool, HMC_POOL_HOST, me) + HOFF;
+	char *next = hmc_pool_ptr(pool, HMC_POOL_HOST, (me + 1) % n) + HOFF;
+	int ret;
+
+	switch (how) {
+	case RR_G2H: {
+		size_t half = len / 2;
+		struct hmc_pool_copy_desc d[2] = {
+			{ .dst = out, .src = from, .len = half },
+			{ .dst = out + half, .src = from + half,
+			  .len = len - half },
+		};
+
+		return hmc_pool_copy_batch(pool, d, 2, HMC_POOL_G2H, 0);
+	}
+	case RR_G2L:
+	case RR_AUTO_DEV:
+		ret = hmc_pool_copy(pool, dev, from, len,
+				    how == RR_G2L ? HMC_POOL_G2L : HMC_POOL_AUTO,
+				    how == RR_G2L ? HMC_POOL_COPY_ASYNC : 0);
+		if (!ret && how == RR_G2L)
+			ret = hmc_pool_wait(pool, TIMEOUT_MS);
+		return ret ?: hmc_mem_copy(dev_type, 0, out, dev, len,
+					   HMC_COPY_D2H);
+	case RR_G2G_OWN:
+		ret = hmc_pool_copy(pool, own, from, len, HMC_POOL_G2G, 0);
+		return ret ?: hmc_pool_copy(pool, out, own, len, HMC_POOL_GH2H,
+					    0);
+	default:
+		ret = hmc_pool_copy(pool, next, from, len, HMC_POOL_G2G, 0);
+		return ret ?: hmc_pool_copy(pool, out, next, len, HMC_POOL_G2H,
+					    0);
+	}
+}
+
+/*
+ * Every kind that can touch another rank's device segment, at sizes
+ * around every boundary: in round k each rank places its bytes in its own
+ * segments, writes the next rank's device segment one way (sometimes
+ * asynchronously), reads it back another way, and checks its own device
+ * segment, written by the previous rank. Then the kinds that name host
+ * segments must refuse a device segment, and ranges past one must fail.
+ */
+static void remote_device(struct hmc_pool *pool)
+{
+	const size_t max = 1048577;
+	uint32_t next = (me + 1) % n, prev = (me + n - 1) % n, round = 0;
+	uint8_t *host = malloc(max), *out = malloc(max);
+	char *own_host = hmc_pool_ptr(pool, HMC_POOL_HOST, me);
+	char *own_dev = hmc_pool_ptr(pool, HMC_POOL_DEVICE, me);
+	char *next_dev = hmc_pool_ptr(pool, HMC_POOL_DEVICE, next);
+	char *prev_dev = hmc_pool_ptr(pool, HMC_POOL_DEVICE, prev);
+	char *prev_host = hmc_pool_ptr(pool, HMC_POOL_HOST, prev);
+	void *dev = NULL;
+	uint32_t w, i;
+	int fails = failures;
+
+	CHECK_RET(hmc_mem_alloc(dev_type, 0, max, &dev), 0);
+	if (!dev || !next_dev || !prev_dev)
+		return;
+	for (w = 0; w < RW_NR; w++) {
+		for (i = 0; i < sizeof(rdev_sizes) / sizeof(*rdev_sizes);
+		     i++, round++) {
+			size_t len = rdev_sizes[i];
+			enum rdev_read how = (enum rdev_read)((w + i) % RR_NR);
+			uint32_t flags = i & 1 ? HMC_POOL_COPY_ASYNC : 0;
+			bool remote_src = w == RW_G2G_HOST || w == RW_G2G_DEV;
+			uint32_t src_rank = remote_src ? prev : me;
+			uint32_t writer_src = remote_src ? (prev + n - 1) % n :
+							   prev;
+			const void *src;
+			int ret;
+
+			/* Our bytes in our segments, for whoever takes them. */
+			pattern_fill(host, len, rdev_seed(round, me));
+			CHECK_RET(hmc_pool_copy(pool, own_host + HOFF, host, len,
+						HMC_POOL_H2GH, 0), 0);
+			CHECK_RET(hmc_pool_copy(pool, own_dev + DOFF_SRC, host,
+						len, HMC_POOL_H2G, 0), 0);
+			CHECK_RET(hmc_mem_copy(dev_type, 0, dev, host, len,
+					       HMC_COPY_H2D), 0);
+			CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+
+			switch (w) {
+			case RW_L2G: case RW_AUTO_DEV: src = dev; break;
+			case RW_H2G: case RW_AUTO_HOST: src = host; break;
+			case RW_G2G_OWN: src = own_host + HOFF; break;
+			case RW_G2G_HOST: src = prev_host + HOFF; break;
+			default: src = prev_dev + DOFF_SRC; break;
+			}
+			ret = hmc_pool_copy(pool, next_dev + DOFF, src, len,
+					    w == RW_L2G ? HMC_POOL_L2G :
+					    w == RW_H2G ? HMC_POOL_H2G :
+					    w == RW_AUTO_DEV || w == RW_AUTO_HOST ?
+					    HMC_POOL_AUTO : HMC_POOL_G2G, flags);
+			if (!ret && flags)
+				ret = hmc_pool_wait(pool, TIMEOUT_MS);
+			CHECK(!ret, "write %u of %zu bytes to rank %u's device segment: %s",
+			      w, len, next, hmc_strerror(ret));
+			CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+
+			memset(out, 0, len);
+			ret = rdev_read(pool, how, next_dev + DOFF, len, out, dev);
+			CHECK(!ret, "read %u of %zu bytes from rank %u's device segment: %s",
+			      how, len, next, hmc_strerror(ret));
+			check_bytes(out, len, rdev_seed(round, src_rank),
+				    "remote device read back", me, next);
+			/* What the previous rank wrote into ours. */
+			memset(out, 0, len);
+			CHECK_RET(hmc_pool_copy(pool, out, own_dev + DOFF, len,
+						HMC_POOL_G2H, 0), 0);
+			check_bytes(out, len, rdev_seed(round, writer_src),
+				    "remote device written", prev, me);
+			CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+			if (failures != fails) {
+				printf("# rank %u: write %u, read %u, %zu bytes failed\n",
+				       me, w, how, len);
+				fails = failures;
+			}
+		}
+	}
+
+	/* Host-segment kinds name no device segment; ranges stay inside. */
+	CHECK_RET(hmc_pool_copy(pool, next_dev, dev, 16, HMC_POOL_L2GH, 0),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, next_dev, host, 16, HMC_POOL_H2GH, 0),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, dev, next_dev, 16, HMC_POOL_GH2L, 0),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, host, next_dev, 16, HMC_POOL_GH2H, 0),
+		  -EINVAL);
+	CHECK_RET(hmc_pool_copy(pool, next_dev + dev_size(next) - 8, host, 16,
+				HMC_POOL_H2G, 0), -ERANGE);
+	CHECK_RET(hmc_pool_copy(pool, host, next_dev + dev_size(next), 1,
+				HMC_POOL_G2H, 0), -ERANGE);
+	CHECK_RET(hmc_mem_free(dev_type, 0, dev), 0);
+	free(host);
+	free(out);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	printf("ok - rank %u: another rank's device segment, every kind, %u rounds\n",
+	       me, round);
+}
+
+/* Whether this process maps @addr from a file (the ConnBuffer's memfd or
+ * dma-buf) rather than anonymous memory. */
+static bool mapped_from_file(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long lo, hi, ino;
+	char line[512], path[256];
+	bool file = false;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		path[0] = '\0';
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %lu %255s", &lo, &hi, &ino,
+			   path) < 3)
+			continue;
+		if ((uintptr_t)addr >= lo && (uintptr_t)addr < hi) {
+			file = ino != 0;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return file;
+}
+
+/*
+ * Registered user memory: a page-aligned CPU range moves into the
+ * ConnBuffer's room (same address, same bytes, now the buffer's pages), is
+ * used straight by copies to and from every rank (and the next rank's
+ * device segment), and gets private pages back, with its bytes, when it is
+ * unregistered; ranges that cannot move (unaligned, too large for the
+ * room) are classified only and still copy.
+ */
+static void user_mem(struct hmc_pool *pool)
+{
+	const size_t len = (1 << 20) + 3 * 4096;	/* in the 2 MiB room */
+	char *mem = mmap(NULL, 3 * USER_ROOM, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *back = malloc(len);
+	uint32_t t, next = (me + 1) % n;
+	const size_t part = 65537;	/* the bytes each rank exchanges */
+	char *in = mem + 700000;	/* where they land, in the range */
+
+	CHECK(mem != MAP_FAILED, "mmap");
+	if (mem == MAP_FAILED)
+		return;
+	pattern_fill(mem, len, seed(50, me, 0));
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem, len, HMC_MEM_CPU), 0);
+	check_bytes((uint8_t *)mem, len, seed(50, me, 0), "registering kept the bytes",
+		    me, me);
+	CHECK(mapped_from_file(mem), "a registered aligned range is still anonymous memory");
+
+	/* From it to every rank's host segment, and back into it. */
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+
+		CHECK_RET(hmc_pool_copy(pool, seg + HOFF + me * part,
+					mem + t * 4096 + 1, part, HMC_POOL_H2G,
+					t & 1 ? HMC_POOL_COPY_ASYNC : 0), 0);
+	}
+	CHECK_RET(hmc_pool_wait(pool, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	for (t = 0; t < n; t++) {
+		char *seg = hmc_pool_ptr(pool, HMC_POOL_HOST, t);
+		uint32_t w = (me + t) % n;	/* a writer, one per target */
+
+		memset(in, 0, part);
+		CHECK_RET(hmc_pool_copy(pool, in, seg + HOFF + w * part, part,
+					HMC_POOL_AUTO, 0), 0);
+		pattern_fill(back, part + t * 4096 + 1, seed(50, w, 0));
+		CHECK(!memcmp(in, back + t * 4096 + 1, part),
+		      "into registered memory: writer %u, target %u", w, t);
+	}
+	/* The next rank's device segment, its owner pulling from our room. */
+	if (dev_type != HMC_MEM_CPU && n > 1) {
+		char *dseg = hmc_pool_ptr(pool, HMC_POOL_DEVICE, next);
+
+		CHECK_RET(hmc_pool_copy(pool, dseg + DOFF, mem, 300001,
+					HMC_POOL_H2G, 0), 0);
+		memset(in, 0, 300001);
+		CHECK_RET(hmc_pool_copy(pool, in, dseg + DOFF, 300001,
+					HMC_POOL_G2H, 0), 0);
+		CHECK(!memcmp(in, mem, 300001),
+		      "device segment to registered memory");
+	}
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+
+	/* Unregistered: private pages again, with what was written there. */
+	memcpy(back, mem, len);
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem), 0);
+	CHECK(!memcmp(back, mem, len), "unregistering lost bytes");
+	CHECK(!mapped_from_file(mem), "an unregistered range is still the ConnBuffer's");
+
+	/* Ranges that cannot move: unaligned, and larger than the room. */
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem + 8, 4096, HMC_MEM_CPU),
+		  0);
+	CHECK(!mapped_from_file(mem), "an unaligned range moved");
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem + 8), 0);
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem, 3 * USER_ROOM,
+					     HMC_MEM_CPU), 0);
+	CHECK(!mapped_from_file(mem), "a range larger than the room moved");
+	pattern_fill(mem, part, seed(51, me, 0));
+	CHECK_RET(hmc_pool_copy(pool, hmc_pool_ptr(pool, HMC_POOL_HOST, next) +
+				HOFF + me * part, mem, part, HMC_POOL_H2G, 0), 0);
+	CHECK_RET(hmc_pool_copy(pool, back, hmc_pool_ptr(pool, HMC_POOL_HOST,
+							 next) + HOFF + me * part,
+				part, HMC_POOL_G2H, 0), 0);
+	check_bytes(back, part, seed(51, me, 0), "a staged registered range", me,
+		    next);
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem), 0);
+
+	/* Two moved ranges share the room; the second one past the first. */
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem, 4096, HMC_MEM_CPU), 0);
+	CHECK_RET(hmc_pool_register_user_mem(pool, mem + USER_ROOM, 8192,
+					     HMC_MEM_CPU), 0);
+	CHECK(mapped_from_file(mem) && mapped_from_file(mem + USER_ROOM),
+	      "two small ranges did not both move");
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem), 0);
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem + USER_ROOM), 0);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	munmap(mem, 3 * USER_ROOM);
+	free(back);
+	printf("ok - rank %u: registered user memory, straight to the wire\n",
+	       me);
 }
 
 static void refusals(struct hmc_pool *pool)
@@ -597,13 +952,16 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 	uint32_t leaver = n - 1, victim = n - 2, r, ng;
 	uint32_t *survivors = calloc(n, sizeof(*survivors));
 	char **segs = calloc(n, sizeof(*segs));
+	char **dsegs = calloc(n, sizeof(*dsegs));
 	uint8_t *buf = malloc(REGION);
 	int ret, i;
 
 	ng = (uint32_t)churn_group(survivors, n);
 	/* Global addresses stay what they were; only the copies fail. */
-	for (r = 0; r < n; r++)
+	for (r = 0; r < n; r++) {
 		segs[r] = hmc_pool_ptr(pool, HMC_POOL_HOST, r);
+		dsegs[r] = hmc_pool_ptr(pool, HMC_POOL_DEVICE, r);
+	}
 	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
 	if (me == leaver) {
 		usleep(200 * 1000);
@@ -618,13 +976,17 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 		usleep(300 * 1000);
 		raise(SIGKILL);
 	}
-	/* Copies to both run until each fails; it must fail cleanly. */
+	/*
+	 * Copies to both run until each fails; it must fail cleanly. With
+	 * device segments, every other pair of copies goes to the device
+	 * segment, which its owner serves.
+	 */
 	for (r = victim; r <= leaver; r++) {
-		char *seg = segs[r];
-
 		pattern_fill(buf, REGION, seed(30, me, r));
 		ret = 0;
 		for (i = 0; i < 100000 && !ret; i++) {
+			char *seg = dsegs[r] && (i & 2) ? dsegs[r] : segs[r];
+
 			ret = hmc_pool_copy(pool, seg + region_off(0, me), buf,
 					    REGION, HMC_POOL_H2G,
 					    i & 1 ? HMC_POOL_COPY_ASYNC : 0);
@@ -641,10 +1003,16 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 		CHECK(ret == -ECONNRESET || ret == -EPIPE || ret == -ENOTCONN,
 		      "copy to rank %u after it went: %d (%s)", r, ret,
 		      hmc_strerror(ret));
-		CHECK_RET(hmc_pool_copy(pool, buf, seg, 16, HMC_POOL_G2H, 0),
+		CHECK_RET(hmc_pool_copy(pool, buf, segs[r], 16, HMC_POOL_G2H, 0),
 			  -ECONNRESET);
 		CHECK(hmc_pool_ptr(pool, HMC_POOL_HOST, r) == NULL,
 		      "rank %u's segment is still there", r);
+		if (!dsegs[r])
+			continue;
+		CHECK_RET(hmc_pool_copy(pool, dsegs[r], buf, 16, HMC_POOL_H2G, 0),
+			  -ECONNRESET);
+		CHECK(hmc_pool_ptr(pool, HMC_POOL_DEVICE, r) == NULL,
+		      "rank %u's device segment is still there", r);
 	}
 	/* The survivors still copy among themselves. */
 	CHECK_RET(hmc_pool_group_barrier(pool, 300, survivors, ng, TIMEOUT_MS),
@@ -671,6 +1039,7 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 out:
 	free(buf);
 	free(segs);
+	free(dsegs);
 	free(survivors);
 }
 
@@ -737,7 +1106,8 @@ int main(int argc, char **argv)
 	{
 		HMC_OPTS(hmc_pool_opts, po, .host_size = host_size(me),
 			 .device_size = dev_size(me), .device_type = dev_type,
-			 .device_id = 0, .timeout_ms = TIMEOUT_MS);
+			 .device_id = 0, .timeout_ms = TIMEOUT_MS,
+			 .user_mem_size = USER_ROOM);
 
 		ret = hmc_pool_create(world, &po, &pool);
 	}
@@ -757,13 +1127,30 @@ int main(int argc, char **argv)
 					   HMC_POOL_HOST, r)), r);
 	}
 	host_kinds(pool);
+	stage_sizes(pool);
 	if (dev_type != HMC_MEM_CPU)
 		device_kinds(pool);
+	if (dev_type != HMC_MEM_CPU && n > 1)
+		remote_device(pool);
 	refusals(pool);
+	user_mem(pool);
 	threads(pool);
 	control(pool);
 	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
-	CHECK_RET(hmc_pool_destroy(pool), 0);
+	{
+		/* Still registered at destroy: it gets its pages back. */
+		char *mem = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		pattern_fill(mem, 8192, seed(52, me, 0));
+		CHECK_RET(hmc_pool_register_user_mem(pool, mem, 8192,
+						     HMC_MEM_CPU), 0);
+		CHECK_RET(hmc_pool_destroy(pool), 0);
+		CHECK(!mapped_from_file(mem), "destroy left user memory shared");
+		check_bytes((uint8_t *)mem, 8192, seed(52, me, 0),
+			    "user memory after destroy", me, me);
+		munmap(mem, 8192);
+	}
 	check_mock();
 	CHECK_RET(hmc_world_finalize(world), 0);
 	printf("%s - rank %u: %d checks, %d failed\n",

@@ -1,9 +1,10 @@
 #!/bin/bash
 # The pool suite: tests/pool/pool_test on 2 and 4 ranks of one host
 # (hmcrun), with host segments and with device segments through the mock
-# runtimes of tests/gpu, a leaving and a SIGKILLed rank during copies, and
-# three network namespaces as three hosts. Every case has a deadline; the
-# output is TAP; exits 1 on any failure.
+# runtimes of tests/gpu, a leaving and a SIGKILLed rank during copies (to
+# host and device segments), and three network namespaces as three hosts
+# (host segments, then device segments of the mock CUDA and HIP). Every
+# case has a deadline; the output is TAP; exits 1 on any failure.
 #   O=build tests/pool/run.sh
 set -u
 O=${O:-build}
@@ -43,14 +44,16 @@ case_run() {
 	passed=$((passed + p)) failed=$((failed + f))
 }
 
-# churn N: N ranks started by hand (hmcrun would stop all at the first
-# death); the last leaves (and joins again), the one before is killed.
+# churn N [ARGS...]: N ranks started by hand (hmcrun would stop all at the
+# first death); the last leaves (and joins again), the one before is killed.
 churn() {
 	local n=$1 port=$((20000 + RANDOM % 20000)) r rc=0 pids=()
 
+	shift
 	for ((r = 0; r < n; r++)); do
 		HMC_STORE=tcp://127.0.0.1:$port HMC_WORLD_SIZE=$n HMC_RANK=$r \
-			timeout -k 5 50 "$T" -m churn &
+			LD_LIBRARY_PATH="$MOCKS" HMC_GPU_MOCK=1 \
+			timeout -k 5 50 "$T" -m churn "$@" &
 		pids+=($!)
 		# Rank 0 hosts the world's store: the leaver must not.
 		[ $r != 0 ] || sleep 0.3
@@ -77,7 +80,12 @@ for dev in cuda rocm ascend cnrt musa; do
 		"$RUN" -n 4 --tag-output "$T" -d "$dev"
 done
 case_run churn-4 60 churn 4
+case_run churn-cuda-4 60 churn 4 -d cuda
 case_run netns-3 90 tests/pool/netns.sh "$T"
+for dev in cuda rocm; do
+	case_run "netns-3-$dev" 90 env LD_LIBRARY_PATH="$MOCKS" HMC_GPU_MOCK=1 \
+		tests/pool/netns.sh "$T" -d "$dev"
+done
 
 echo "# pool: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -185,6 +185,48 @@ static void test_signal(unsigned char *heap, uint64_t *sig)
 	free(src);
 }
 
+/*
+ * Sizes around the boundaries of the remote path (data in the request up
+ * to 16 KiB, hmc_comm's eager limit at 32 KiB) and a large odd one: put to
+ * the right, get from the left, every byte checked.
+ */
+static void test_large(void)
+{
+	static const size_t sizes[] = { 1, 16383, 16384, 16385, 32768, 32769,
+					(1 << 20) + 13 };
+	int me = shmem_my_pe(), n = shmem_n_pes();
+	int right = (me + 1) % n, left = (me + n - 1) % n;
+	size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1], i, k;
+	unsigned char *sym = shmem_malloc(max), *src = malloc(max);
+	unsigned char *got = malloc(max);
+
+	CHECK(sym && src && got, "malloc %zu", max);
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t len = sizes[k];
+
+		for (i = 0; i < len; i++)
+			src[i] = pat(me, i, (int)k);
+		memset(sym, 0xee, max);
+		shmem_barrier_all();
+		shmem_putmem(sym, src, len, right);
+		shmem_barrier_all();
+		for (i = 0; i < max; i++)
+			CHECK(sym[i] == (i < len ? pat(left, i, (int)k) : 0xee),
+			      "put of %zu: byte %zu is %u", len, i, sym[i]);
+		memset(got, 0, max);
+		shmem_getmem(got, sym, len, left);
+		/* Left's copy holds what left's left put. */
+		for (i = 0; i < len; i++)
+			CHECK(got[i] == pat((left + n - 1) % n, i, (int)k),
+			      "get of %zu: byte %zu is %u", len, i, got[i]);
+		/* Nobody gets from our copy once we overwrite it. */
+		shmem_barrier_all();
+	}
+	shmem_free(sym);
+	free(src);
+	free(got);
+}
+
 int main(void)
 {
 	unsigned char *heap;
@@ -202,6 +244,7 @@ int main(void)
 	for (bits = 8; bits <= 128; bits *= 2)
 		test_sized(heap, bits);
 	test_signal(heap, sig);
+	test_large();
 	shmem_ctx_destroy(ctx);
 	shmem_free(sig);
 	shmem_free(heap);

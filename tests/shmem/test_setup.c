@@ -23,7 +23,14 @@ int main(void)
 	CHECK(n >= 1 && me >= 0 && me < n, "me %d n %d", me, n);
 	CHECK(shmem_team_my_pe(SHMEM_TEAM_WORLD) == me, "team_my_pe");
 	CHECK(shmem_team_n_pes(SHMEM_TEAM_WORLD) == n, "team_n_pes");
-	CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == n, "shared team is the host");
+	CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) ==
+	      (n - me / host_pes() * host_pes() < host_pes() ?
+	       n - me / host_pes() * host_pes() : host_pes()),
+	      "shared team is the host: %d PEs", shmem_team_n_pes(SHMEM_TEAM_SHARED));
+	for (pe = 0; pe < shmem_team_n_pes(SHMEM_TEAM_SHARED); pe++)
+		CHECK(shmem_team_translate_pe(SHMEM_TEAM_SHARED, pe,
+					      SHMEM_TEAM_WORLD) ==
+		      me / host_pes() * host_pes() + pe, "shared PE %d", pe);
 
 	shmem_info_get_version(&major, &minor);
 	CHECK(major == 1 && minor == 5, "version %d.%d", major, minor);
@@ -44,7 +51,13 @@ int main(void)
 		CHECK(shmem_addr_accessible(&global_var, pe), "global on %d", pe);
 		CHECK(shmem_addr_accessible(&bss_array[999], pe), "bss on %d", pe);
 		CHECK(!shmem_addr_accessible(&local, pe), "stack on %d", pe);
-		CHECK(shmem_ptr(heap, pe) && shmem_ptr(&global_var, pe), "ptr %d", pe);
+		/* A remote PE has no address: the proof its path is taken. */
+		if (same_host(me, pe))
+			CHECK(shmem_ptr(heap, pe) && shmem_ptr(&global_var, pe),
+			      "ptr %d", pe);
+		else
+			CHECK(!shmem_ptr(heap, pe) && !shmem_ptr(&global_var, pe),
+			      "ptr of remote %d", pe);
 		CHECK(shmem_team_ptr(SHMEM_TEAM_WORLD, heap, pe) ==
 		      shmem_ptr(heap, pe), "team_ptr %d", pe);
 	}
@@ -52,9 +65,17 @@ int main(void)
 	CHECK(!shmem_ptr(&local, 0) && !shmem_ptr(heap, n), "ptr of non-symmetric");
 	CHECK(shmem_ptr(heap, me) == heap, "own ptr");
 
-	/* Stores through shmem_ptr land in the peer's heap and globals. */
-	*(long *)shmem_ptr(heap, (me + 1) % n) = 1000 + me;
-	((int *)shmem_ptr(bss_array, (me + 1) % n))[me] = 7 * me + 3;
+	/*
+	 * Stores through shmem_ptr land in the peer's heap and globals; a
+	 * remote peer gets them by put.
+	 */
+	if (shmem_ptr(heap, (me + 1) % n)) {
+		*(long *)shmem_ptr(heap, (me + 1) % n) = 1000 + me;
+		((int *)shmem_ptr(bss_array, (me + 1) % n))[me] = 7 * me + 3;
+	} else {
+		shmem_long_p(heap, 1000 + me, (me + 1) % n);
+		shmem_int_p(&bss_array[me], 7 * me + 3, (me + 1) % n);
+	}
 	shmem_barrier_all();
 	CHECK(*heap == 1000 + (me + n - 1) % n, "heap via ptr: %ld", *heap);
 	CHECK(bss_array[(me + n - 1) % n] == 7 * ((me + n - 1) % n) + 3,

@@ -3,7 +3,8 @@
 and torch tensors as local memory, every copy kind the memory allows,
 asynchronous and batched copies, refusals, the extra context, allgather
 and subgroups, every byte checked. With a device type argument
-("cuda", ...), each rank also has a device segment of the mock runtime.
+("cuda", ...), each rank also has a device segment of the mock runtime,
+which the others reach too.
 Prints "rank N: ok"; raises on the first difference.
 
     pool_peer.py [DEVICE]
@@ -90,6 +91,16 @@ def main():
                   kind=hp.CopyKind.GH2H)
         assert np.array_equal(got, data(2, me, 0))
         assert lib.hmc_mem_free(int(mem_type), 0, d) == 0
+        # The next rank's device segment, through its owner, and ours,
+        # written by the previous rank.
+        pool.copy(pool.ptr(hp.DEVICE, nxt) + 11, data(3, me, nxt),
+                  kind=hp.CopyKind.H2G)
+        pool.barrier()
+        got = np.zeros(N, dtype=np.uint8)
+        pool.copy(got, pool.ptr(hp.DEVICE, nxt) + 11)             # G2H
+        assert np.array_equal(got, data(3, me, nxt))
+        pool.copy(got, dseg + 11, kind=hp.CopyKind.G2H)
+        assert np.array_equal(got, data(3, (me + n - 1) % n, me))
 
     # Refusals raise with the errno.
     seg = pool.ptr(hp.HOST, nxt)

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Another rank's device segment, reached through its owner.
+ *
+ * A peer's device memory is no part of its ConnBuffer, so no transport
+ * can name it by offset: the owner moves the bytes itself. The requester
+ * sends a request (a message with POOL_TAG_REQ), then, for a write, the
+ * data as a message the owner receives straight into its device segment;
+ * for a read, the owner sends the data from its device segment after its
+ * reply. The message layer stages a transfer between device memory and
+ * the wire through its slots in both ConnBuffers (the pool reserves a
+ * region of its own for them, POOL_MSG_REGION), copying chunks in and out
+ * with the device runtime while others are on the wire; a side that lies
+ * in the ConnBuffer (our host segment, the staging window) is pulled or
+ * landed without a copy. A NIC that could take the device segment itself
+ * (verbs with a dma-buf of it) would need the communicator to register a
+ * second memory region, which libhmc's communicators do not: every
+ * transport reaches one ConnBuffer, so staging is what runs everywhere.
+ *
+ * The owner serves requests on one thread, one at a time, in the order
+ * they arrive; it never waits for another rank's service, so services
+ * cannot wait on each other. Each exchange has the pool's deadline, and a
+ * requester or owner that dies fails the messages in flight with it: the
+ * other side gets an error, the service goes on.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "mem/mem.h"
+#include "pool/pool.h"
+#include "sys/log.h"
+
+/* Message tags: "POO", the kind, then the requester's id of the copy. */
+#define POOL_TAG_MAGIC		0x504f4fULL
+#define POOL_TAG(kind, id)	(POOL_TAG_MAGIC << 40 | (uint64_t)(kind) << 32 | \
+				 (uint32_t)(id))
+#define POOL_TAG_REQ		POOL_TAG(1, 0)
+#define POOL_KIND_REPLY		2
+#define POOL_KIND_DATA		3
+/* How often an idle service looks at its stop flag. */
+#define POOL_SERVE_POLL_MS	100
+
+enum pool_dev_op {
+	POOL_DEV_WRITE = 1,
+	POOL_DEV_READ,
+};
+
+/* A request to a device segment's owner; no padding. */
+struct pool_dev_req {
+	uint32_t op;		/* enum pool_dev_op */
+	uint32_t id;		/* the requester's, in the reply and data tags */
+	uint64_t off;		/* in the owner's device segment */
+	uint64_t len;
+};
+
+struct pool_dev_reply {
+	int32_t status;		/* 0 or a negative errno */
+	uint32_t reserved;
+};
+
+static int reply(struct hmc_pool *p, uint32_t rank, uint32_t id, int status)
+{
+	struct pool_dev_reply r = { .status = status };
+
+	return hmc_comm_send(p->comm, rank, POOL_TAG(POOL_KIND_REPLY, id), &r,
+			     sizeof(r), HMC_MEM_CPU, p->timeout_ms);
+}
+
+/* One request from @rank, answered whatever becomes of it. */
+static void serve_one(struct hmc_pool *p, uint32_t rank,
+		      const struct pool_dev_req *req)
+{
+	uint64_t size = p->ranks[p->rank].dev_size;
+	uint64_t data_tag = POOL_TAG(POOL_KIND_DATA, req->id);
+	char *at = NULL;
+	int status = 0, ret;
+
+	if (req->len > size || req->off > size - req->len)
+		status = -ERANGE;
+	else if (req->op != POOL_DEV_WRITE && req->op != POOL_DEV_READ)
+		status = -EPROTO;
+	else
+		at = (char *)p->dev_ptr + req->off;
+	if (req->op == POOL_DEV_WRITE) {
+		/*
+		 * The data is on its way whatever we say: take it, or refuse
+		 * it with a zero-length receive (-EMSGSIZE on both sides).
+		 */
+		ret = hmc_comm_recv(p->comm, rank, data_tag, at,
+				    status ? 0 : req->len,
+				    status ? HMC_MEM_CPU : p->dev_type, NULL,
+				    p->timeout_ms);
+		if (!status)
+			status = ret;
+		ret = reply(p, rank, req->id, status);
+	} else {
+		ret = reply(p, rank, req->id, status);
+		if (!ret && !status)
+			ret = hmc_comm_send(p->comm, rank, data_tag, at,
+					    req->len, p->dev_type,
+					    p->timeout_ms);
+	}
+	if (ret || status)
+		pr_debug("pool: rank %u's %s of %llu bytes at %llu of our device segment: %s",
+			 rank, req->op == POOL_DEV_WRITE ? "write" : "read",
+			 (unsigned long long)req->len,
+			 (unsigned long long)req->off,
+			 hmc_strerror(status ? status : ret));
+}
+
+static void *serve_main(void *arg)
+{
+	struct hmc_pool *p = arg;
+	struct hmc_msg_status st;
+	struct pool_dev_req req;
+	int ret;
+
+	while (!__atomic_load_n(&p->serve_stop, __ATOMIC_ACQUIRE)) {
+		ret = hmc_comm_recv(p->comm, HMC_ANY_SOURCE, POOL_TAG_REQ, &req,
+				    sizeof(req), HMC_MEM_CPU, &st,
+				    POOL_SERVE_POLL_MS);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret || st.len != sizeof(req)) {
+			pr_debug("pool: a device request from rank %u: %s",
+				 st.source, ret ? hmc_strerror(ret) :
+						  "wrong size");
+			continue;
+		}
+		serve_one(p, st.source, &req);
+	}
+	return NULL;
+}
+
+int pool_serve_start(struct hmc_pool *p)
+{
+	int ret;
+
+	if (!p->dev_ptr)
+		return 0;	/* nothing to serve */
+	ret = -pthread_create(&p->server, NULL, serve_main, p);
+	p->serve_started = !ret;
+	return ret;
+}
+
+void pool_serve_stop(struct hmc_pool *p)
+{
+	if (!p->serve_started)
+		return;
+	__atomic_store_n(&p->serve_stop, true, __ATOMIC_RELEASE);
+	pthread_join(p->server, NULL);
+	p->serve_started = false;
+}
+
+/* A failure that is the owner's going away reads as that. */
+static int owner_err(struct hmc_pool *p, uint32_t rank, int ret)
+{
+	return pool_rank_check(p, rank) ?: ret;
+}
+
+int pool_dev_write(struct hmc_pool *p, uint32_t rank, uint64_t off,
+		   const void *src, uint32_t src_type, size_t len)
+{
+	uint32_t id = __atomic_add_fetch(&p->next_id, 1, __ATOMIC_RELAXED);
+	struct pool_dev_req req = { .op = POOL_DEV_WRITE, .id = id, .off = off,
+				    .len = len };
+	struct pool_dev_reply r = { 0 };
+	int ret, sent;
+
+	ret = hmc_comm_send(p->comm, rank, POOL_TAG_REQ, &req, sizeof(req),
+			    HMC_MEM_CPU, p->timeout_ms);
+	if (ret)
+		return owner_err(p, rank, ret);
+	sent = hmc_comm_send(p->comm, rank, POOL_TAG(POOL_KIND_DATA, id), src,
+			     len, (enum hmc_mem_type)src_type, p->timeout_ms);
+	/* The owner's word says why it refused, so wait for it either way. */
+	ret = hmc_comm_recv(p->comm, rank, POOL_TAG(POOL_KIND_REPLY, id), &r,
+			    sizeof(r), HMC_MEM_CPU, NULL, p->timeout_ms);
+	if (ret)
+		return owner_err(p, rank, ret);
+	return r.status ?: sent;
+}
+
+int pool_dev_read(struct hmc_pool *p, uint32_t rank, uint64_t off, void *dst,
+		  uint32_t dst_type, size_t len)
+{
+	uint32_t id = __atomic_add_fetch(&p->next_id, 1, __ATOMIC_RELAXED);
+	struct pool_dev_req req = { .op = POOL_DEV_READ, .id = id, .off = off,
+				    .len = len };
+	struct pool_dev_reply r = { 0 };
+	struct hmc_msg_status st;
+	int ret;
+
+	ret = hmc_comm_send(p->comm, rank, POOL_TAG_REQ, &req, sizeof(req),
+			    HMC_MEM_CPU, p->timeout_ms);
+	if (!ret)
+		ret = hmc_comm_recv(p->comm, rank,
+				    POOL_TAG(POOL_KIND_REPLY, id), &r,
+				    sizeof(r), HMC_MEM_CPU, NULL,
+				    p->timeout_ms);
+	if (ret)
+		return owner_err(p, rank, ret);
+	if (r.status)
+		return r.status;
+	ret = hmc_comm_recv(p->comm, rank, POOL_TAG(POOL_KIND_DATA, id), dst,
+			    len, (enum hmc_mem_type)dst_type, &st,
+			    p->timeout_ms);
+	if (ret)
+		return owner_err(p, rank, ret);
+	return st.len == len ? 0 : -EPROTO;
+}

@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Access to another PE's symmetric memory: the one layer that put, get,
+ * AMOs, signals, quiet, barriers, collectives and locks go through.
+ *
+ * A mapped peer (seg.c) is reached by address: copies and CPU atomics.
+ * A remote one by requests on the world's communicator: a request names
+ * the segment, the offset and the length (and the AMO), and the target's
+ * progress thread applies it to its own memory with the same copies and
+ * the same CPU atomics (shm_amo_apply()) its mapped peers and its own
+ * program use, so AMOs on one location are atomic with respect to each
+ * other whoever issues them, and a PE's wait_until (acquire loads) sees
+ * what the thread wrote.
+ *
+ * Ordering: requests are messages of one tag, which hmc_comm matches in
+ * the order each source sent them, and one thread per target serves them
+ * in that order. So puts, AMOs and signals from one PE to another are
+ * applied in the order issued: fence costs nothing, and a put_signal's
+ * signal (a second request) lands after its data. Quiet sends QUIET to
+ * every peer with requests not yet known to be applied and waits for the
+ * answers: an answer means everything sent before it was applied. Data of
+ * a put larger than INLINE_MAX follows its request as a message of its own
+ * tag, which the target receives straight into the destination.
+ *
+ * Failures: the progress thread looks at every peer's connection every
+ * POLL_MS; a peer gone for GRACE_MS without saying BYE (which
+ * shmem_finalize sends after its last barrier) ends the job with one line,
+ * as does a request or answer that fails or does not come within
+ * HMC_WORLD_TIMEOUT. Tags from SHMEMX_COMM_TAG_BASE up are ours on the
+ * world's communicator (shmemx.h tells programs that share the world).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hmc/hmc.h>
+
+#include "internal.h"
+
+#define SHM_TAG_REQ	SHMEMX_COMM_TAG_BASE
+/*
+ * One message each: an answer's tag + a sequence number of the PE that
+ * receives it, put data's + one of the PE that sends it. Apart, so that
+ * the numbers two PEs draw each from its own counter never meet in one
+ * receiver's matching.
+ */
+#define SHM_TAG_ANSWER	(SHM_TAG_REQ | 1ULL << 39)
+#define SHM_TAG_DATA	(SHM_TAG_REQ | 1ULL << 38)
+#define SHM_SEQ_MASK	((1ULL << 38) - 1)
+/* Put data carried in the request, below hmc_comm's eager limit. */
+#define INLINE_MAX	(16 * 1024)
+/* How often the progress thread looks at its peers' connections. */
+#define POLL_MS		50
+/*
+ * How long a peer's connection may be down before it counts as failed
+ * without BYE: its last requests (BYE among them) may still wait behind
+ * other peers' to be matched and served.
+ */
+#define GRACE_MS	1000
+
+enum req_kind {
+	RQ_PUT = 1,
+	RQ_GET,
+	RQ_AMO,
+	RQ_QUIET,
+	RQ_BYE,
+	RQ_EXIT,
+};
+
+struct req_hdr {
+	uint8_t kind;		/* enum req_kind */
+	uint8_t seg;		/* 0 the heap, 1 + i data segment i */
+	uint8_t amo;		/* enum shm_amo_op */
+	uint8_t size;		/* AMO width */
+	int32_t status;		/* RQ_EXIT */
+	uint64_t off;
+	uint64_t len;
+	uint64_t val;
+	uint64_t cond;
+	uint64_t tag;		/* answer or data tag; 0 for none */
+};
+
+struct req_msg {
+	struct req_hdr h;
+	unsigned char data[INLINE_MAX];
+};
+
+static struct {
+	struct hmc_comm *comm;
+	bool remote;
+	int timeout_ms;
+	pthread_t thread;
+	int stop;
+	uint64_t seq;
+	/* Per PE: requests sent that quiet must cover, and those known applied. */
+	uint64_t *sent;
+	uint64_t *acked;
+	uint8_t *bye;		/* said BYE: its disconnect is no failure */
+	uint64_t *down_since;	/* progress thread's: when seen down, or 0 */
+} pr;
+
+/*
+ * The progress thread's receive buffer. Static: the receive it posted last
+ * stays posted on the communicator after the thread stops (hmc_comm has no
+ * cancel), and a world the program gave us outlives the library.
+ */
+static struct req_msg rx;
+
+uint64_t shm_amo_apply(void *p, unsigned int size, enum shm_amo_op op,
+		       uint64_t val, uint64_t cond)
+{
+#define APPLY(T)							\
+	do {								\
+		T *a = p, v = (T)val, c = (T)cond;			\
+									\
+		switch (op) {						\
+		case SHM_AMO_FETCH:					\
+			return __atomic_load_n(a, __ATOMIC_SEQ_CST);	\
+		case SHM_AMO_SET:					\
+			__atomic_store_n(a, v, __ATOMIC_SEQ_CST);	\
+			return 0;					\
+		case SHM_AMO_SWAP:					\
+			return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); \
+		case SHM_AMO_CSWAP:					\
+			/* On failure @c receives the value found. */	\
+			__atomic_compare_exchange_n(a, &c, v, false,	\
+						    __ATOMIC_SEQ_CST,	\
+						    __ATOMIC_SEQ_CST);	\
+			return c;					\
+		case SHM_AMO_ADD:					\
+			return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); \
+		case SHM_AMO_AND:					\
+			return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); \
+		case SHM_AMO_OR:					\
+			return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); \
+		case SHM_AMO_XOR:					\
+			return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); \
+		case SHM_AMO_NR:					\
+			break;						\
+		}							\
+	} while (0)
+
+	if (size == 4)
+		APPLY(uint32_t);
+	else
+		APPLY(uint64_t);
+#undef APPLY
+	return 0;
+}
+
+static void __attribute__((noreturn)) lost(const char *call, int pe, int err)
+{
+	if (err == -ETIMEDOUT)
+		shm_fatal(call, "PE %d did not answer within %d ms (HMC_WORLD_TIMEOUT)",
+			  pe, pr.timeout_ms);
+	shm_fatal(call, "PE %d is unreachable: %s", pe, strerror(-err));
+}
+
+static uint64_t next_tag(uint64_t space)
+{
+	return space |
+	       (__atomic_fetch_add(&pr.seq, 1, __ATOMIC_RELAXED) & SHM_SEQ_MASK);
+}
+
+static void send_req(const char *call, int pe, const struct req_hdr *h,
+		     size_t len)
+{
+	int err = hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ, h, len,
+				HMC_MEM_CPU, pr.timeout_ms);
+
+	if (err)
+		lost(call, pe, err);
+}
+
+/* Send @h and wait for its answer of exactly @len bytes into @out. */
+static void call_remote(const char *call, int pe, struct req_hdr *h,
+			void *out, size_t len)
+{
+	struct hmc_msg_status st = { 0 };
+	hmc_req_t r;
+	int err;
+
+	h->tag = next_tag(SHM_TAG_ANSWER);
+	err = hmc_comm_irecv(pr.comm, (uint32_t)pe, h->tag, out, len,
+			     HMC_MEM_CPU, &st, &r);
+	if (err)
+		lost(call, pe, err);
+	send_req(call, pe, h, sizeof(*h));
+	err = hmc_comm_wait(pr.comm, r, pr.timeout_ms);
+	if (err)
+		lost(call, pe, err);
+	if (st.len != len)
+		shm_fatal(call, "PE %d answered %llu bytes where %zu were due",
+			  pe, (unsigned long long)st.len, len);
+}
+
+static uint8_t locate(const char *call, const void *addr, uint64_t *off)
+{
+	int seg = shm_sym_locate(addr, off);
+
+	if (seg < 0)
+		shm_fatal(call, "%p is not a symmetric data object", addr);
+	return (uint8_t)seg;
+}
+
+static void sent_one(int pe)
+{
+	__atomic_fetch_add(&pr.sent[pe], 1, __ATOMIC_RELEASE);
+}
+
+/* Out of line: the mapped path keeps a small frame. */
+static void __attribute__((noinline))
+remote_put(const char *call, int pe, void *dest, const void *src, size_t len)
+{
+	struct req_msg m;
+	int err;
+
+	memset(&m.h, 0, sizeof(m.h));
+	m.h.kind = RQ_PUT;
+	m.h.seg = locate(call, dest, &m.h.off);
+	m.h.len = len;
+	if (len <= INLINE_MAX) {
+		memcpy(m.data, src, len);
+		send_req(call, pe, &m.h, sizeof(m.h) + len);
+	} else {
+		m.h.tag = next_tag(SHM_TAG_DATA);
+		send_req(call, pe, &m.h, sizeof(m.h));
+		err = hmc_comm_send(pr.comm, (uint32_t)pe, m.h.tag, src, len,
+				    HMC_MEM_CPU, pr.timeout_ms);
+		if (err)
+			lost(call, pe, err);
+	}
+	sent_one(pe);
+}
+
+void shm_put(const char *call, int pe, void *dest, const void *src,
+	     size_t len)
+{
+	void *p;
+
+	if (!len)
+		return;
+	p = shm_peer_addr(dest, pe);
+	if (p)
+		memcpy(p, src, len);
+	else
+		remote_put(call, pe, dest, src, len);
+}
+
+void shm_get(const char *call, int pe, void *dest, const void *src,
+	     size_t len)
+{
+	struct req_hdr h = { .kind = RQ_GET, .len = len };
+	const void *p;
+
+	if (!len)
+		return;
+	p = shm_peer_addr(src, pe);
+	if (p) {
+		memcpy(dest, p, len);
+		return;
+	}
+	h.seg = locate(call, src, &h.off);
+	call_remote(call, pe, &h, dest, len);
+}
+
+uint64_t shm_amo(const char *call, int pe, void *addr, unsigned int size,
+		 enum shm_amo_op op, uint64_t val, uint64_t cond, bool fetch)
+{
+	struct req_hdr h = { .kind = RQ_AMO, .amo = (uint8_t)op,
+			     .size = (uint8_t)size, .len = size,
+			     .val = val, .cond = cond };
+	uint64_t old = 0;
+	void *p = shm_peer_addr(addr, pe);
+
+	if (p)
+		return shm_amo_apply(p, size, op, val, cond);
+	h.seg = locate(call, addr, &h.off);
+	if (!fetch) {
+		send_req(call, pe, &h, sizeof(h));
+		sent_one(pe);
+		return 0;
+	}
+	call_remote(call, pe, &h, &old, sizeof(old));
+	return old;
+}
+
+void shm_quiet(void)
+{
+	struct hmc_msg_status st;
+	struct req_hdr h = { .kind = RQ_QUIET };
+	uint64_t *upto, dummy;
+	hmc_req_t *r;
+	int pe, err;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!pr.remote)
+		return;
+	r = calloc((size_t)shm.npes, sizeof(*r));
+	upto = calloc((size_t)shm.npes, sizeof(*upto));
+	if (!r || !upto)
+		shm_fatal("shmem_quiet", "out of memory");
+	for (pe = 0; pe < shm.npes; pe++) {
+		upto[pe] = __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) >= upto[pe])
+			continue;
+		/* The answers carry nothing; @dummy takes them all. */
+		h.tag = next_tag(SHM_TAG_ANSWER);
+		err = hmc_comm_irecv(pr.comm, (uint32_t)pe, h.tag, &dummy,
+				     sizeof(dummy), HMC_MEM_CPU, &st, &r[pe]);
+		if (err)
+			lost("shmem_quiet", pe, err);
+		send_req("shmem_quiet", pe, &h, sizeof(h));
+	}
+	for (pe = 0; pe < shm.npes; pe++) {
+		uint64_t seen;
+
+		if (!r[pe])
+			continue;
+		err = hmc_comm_wait(pr.comm, r[pe], pr.timeout_ms);
+		if (err)
+			lost("shmem_quiet", pe, err);
+		seen = __atomic_load_n(&pr.acked[pe], __ATOMIC_RELAXED);
+		while (seen < upto[pe] &&
+		       !__atomic_compare_exchange_n(&pr.acked[pe], &seen,
+						    upto[pe], false,
+						    __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED))
+			;
+	}
+	free(upto);
+	free(r);
+}
+
+/* ----------------------------------------------------------------------
+ * The target's side.
+ */
+static void answer(uint32_t to, uint64_t tag, const void *data, size_t len)
+{
+	/* A requester that is gone is the watch's to report. */
+	(void)hmc_comm_send(pr.comm, to, tag, data, len, HMC_MEM_CPU,
+			    pr.timeout_ms);
+}
+
+static void *target(uint32_t from, const struct req_hdr *h, uint64_t len)
+{
+	void *p = shm_sym_local(h->seg, h->off, len);
+
+	if (!p)
+		shm_fatal("progress", "PE %u asked for %llu bytes at %llu of segment %u, outside this PE's symmetric memory",
+			  from, (unsigned long long)len,
+			  (unsigned long long)h->off, h->seg);
+	return p;
+}
+
+static void serve(uint32_t from, size_t got)
+{
+	const struct req_hdr *h = &rx.h;
+	uint64_t old, zero = 0;
+	void *p;
+	int err;
+
+	if (got < sizeof(*h))
+		shm_fatal("progress", "PE %u sent a request of %zu bytes", from,
+			  got);
+	switch (h->kind) {
+	case RQ_PUT:
+		p = target(from, h, h->len);
+		if (h->len <= INLINE_MAX) {
+			if (got != sizeof(*h) + h->len)
+				shm_fatal("progress", "PE %u sent a put of %zu bytes for %llu",
+					  from, got - sizeof(*h),
+					  (unsigned long long)h->len);
+			memcpy(p, rx.data, h->len);
+			break;
+		}
+		if (got != sizeof(*h))
+			shm_fatal("progress", "PE %u sent a put request of %zu bytes",
+				  from, got);
+		err = hmc_comm_recv(pr.comm, from, h->tag, p, h->len,
+				    HMC_MEM_CPU, NULL, pr.timeout_ms);
+		if (err)
+			lost("progress", (int)from, err);
+		break;
+	case RQ_GET:
+		answer(from, h->tag, target(from, h, h->len), h->len);
+		break;
+	case RQ_AMO:
+		if ((h->size != 4 && h->size != 8) || h->amo >= SHM_AMO_NR ||
+		    h->off & (h->size - 1U))
+			shm_fatal("progress", "PE %u sent an invalid atomic operation",
+				  from);
+		old = shm_amo_apply(target(from, h, h->size), h->size,
+				    (enum shm_amo_op)h->amo, h->val, h->cond);
+		if (h->tag)
+			answer(from, h->tag, &old, sizeof(old));
+		break;
+	case RQ_QUIET:
+		answer(from, h->tag, &zero, sizeof(zero));
+		break;
+	case RQ_BYE:
+		__atomic_store_n(&pr.bye[from], 1, __ATOMIC_RELEASE);
+		break;
+	case RQ_EXIT:
+		fflush(NULL);
+		_exit(h->status);
+	default:
+		shm_fatal("progress", "PE %u sent a request of unknown kind %u",
+			  from, h->kind);
+	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void watch_peers(uint64_t now)
+{
+	int pe;
+
+	for (pe = 0; pe < shm.npes; pe++) {
+		if (pe == shm.me || __atomic_load_n(&pr.bye[pe], __ATOMIC_ACQUIRE) ||
+		    hmc_comm_is_connected(pr.comm, (uint32_t)pe)) {
+			pr.down_since[pe] = 0;
+			continue;
+		}
+		if (!pr.down_since[pe])
+			pr.down_since[pe] = now;
+		else if (now - pr.down_since[pe] >= GRACE_MS)
+			shm_fatal("progress", "PE %d is gone (it failed or ended without shmem_finalize); ending the job",
+				  pe);
+	}
+}
+
+static void *progress(void *arg)
+{
+	struct hmc_msg_status st;
+	uint64_t watched = now_ms();
+	hmc_req_t r = 0;
+	int err;
+
+	while (!__atomic_load_n(&pr.stop, __ATOMIC_ACQUIRE)) {
+		/* Busy serving others, still notice a peer gone. */
+		if (now_ms() - watched >= POLL_MS) {
+			watched = now_ms();
+			watch_peers(watched);
+		}
+		if (!r) {
+			err = hmc_comm_irecv(pr.comm, HMC_ANY_SOURCE, SHM_TAG_REQ,
+					     &rx, sizeof(rx), HMC_MEM_CPU, &st,
+					     &r);
+			if (err)
+				shm_fatal("progress", "cannot receive requests: %s",
+					  strerror(-err));
+		}
+		err = hmc_comm_wait(pr.comm, r, POLL_MS);
+		if (err == -ETIMEDOUT)
+			continue;
+		r = 0;
+		if (err)
+			shm_fatal("progress", "receiving a request failed: %s",
+				  strerror(-err));
+		serve(st.source, st.len);
+	}
+	return NULL;
+}
+
+bool shm_peer_remote(void)
+{
+	return pr.remote;
+}
+
+int shm_peer_init(char *why, size_t why_len)
+{
+	int pe, err;
+
+	for (pe = 0; pe < shm.npes; pe++)
+		if (!shm_pe_mapped(pe))
+			pr.remote = true;
+	if (!pr.remote)
+		return 0;
+	pr.comm = shm_boot_comm();
+	pr.timeout_ms = shm_boot_timeout_ms();
+	pr.sent = calloc((size_t)shm.npes, sizeof(*pr.sent));
+	pr.acked = calloc((size_t)shm.npes, sizeof(*pr.acked));
+	pr.bye = calloc((size_t)shm.npes, sizeof(*pr.bye));
+	pr.down_since = calloc((size_t)shm.npes, sizeof(*pr.down_since));
+	if (!pr.sent || !pr.acked || !pr.bye || !pr.down_since) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	/* Every peer: mapped ones too are watched, and get BYE and EXIT. */
+	for (pe = 0; pe < shm.npes; pe++) {
+		if (pe == shm.me)
+			continue;
+		err = shm_boot_connect(pe);
+		if (err) {
+			snprintf(why, why_len, "cannot connect to PE %d: %s", pe,
+				 strerror(-err));
+			goto err_free;
+		}
+	}
+	err = -pthread_create(&pr.thread, NULL, progress, NULL);
+	if (err)
+		goto err_free;
+	return 0;
+
+err_free:
+	free(pr.sent);
+	free(pr.acked);
+	free(pr.bye);
+	free(pr.down_since);
+	pr.remote = false;
+	return err;
+}
+
+void shm_peer_fini(void)
+{
+	struct req_hdr h = { .kind = RQ_BYE };
+	int pe;
+
+	if (!pr.remote)
+		return;
+	/*
+	 * After the last barrier nobody needs us: a peer that left already
+	 * (after its own BYE) cannot be told, nor does it need to be.
+	 */
+	for (pe = 0; pe < shm.npes; pe++)
+		if (pe != shm.me)
+			(void)hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ,
+					    &h, sizeof(h), HMC_MEM_CPU,
+					    pr.timeout_ms);
+	__atomic_store_n(&pr.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(pr.thread, NULL);
+	free(pr.sent);
+	free(pr.acked);
+	free(pr.bye);
+	free(pr.down_since);
+	pr.remote = false;
+}
+
+bool shm_peer_exit(int status)
+{
+	struct req_hdr h = { .kind = RQ_EXIT, .status = status };
+	int pe;
+
+	if (!pr.remote)
+		return false;
+	/* Best effort: a peer that is gone already needs no ending. */
+	for (pe = 0; pe < shm.npes; pe++)
+		if (pe != shm.me)
+			(void)hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ,
+					    &h, sizeof(h), HMC_MEM_CPU, 1000);
+	return true;
+}
