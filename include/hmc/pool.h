@@ -163,10 +163,11 @@ int hmc_pool_copy_batch(struct hmc_pool *pool,
  * writable), so the range keeps its address and contents while copies to
  * and from it go straight between it and the wire, with no staging copy
  * (it is then shared memory: a child forked meanwhile shares it). No
- * other thread may write it during this call or the unregistration,
- * which gives it back private anonymous pages with its contents; it must
- * be unregistered before it is unmapped or freed (hmc_pool_destroy()
- * gives it back too). Other ranges are only classified; their copies stage.
+ * other thread may use it, nor a queued copy, during this call or the
+ * unregistration, which gives it back private anonymous pages with its
+ * contents; it must be unregistered before it is unmapped or freed
+ * (hmc_pool_destroy() gives it back too). Other ranges are only
+ * classified; their copies stage.
  */
 int hmc_pool_register_user_mem(struct hmc_pool *pool, void *addr, size_t len,
 			       enum hmc_mem_type type);

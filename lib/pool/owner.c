@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "mem/mem.h"
 #include "pool/pool.h"
@@ -121,10 +122,16 @@ static void *serve_main(void *arg)
 				    POOL_SERVE_POLL_MS);
 		if (ret == -ETIMEDOUT)
 			continue;
-		if (ret || st.len != sizeof(req)) {
-			pr_debug("pool: a device request from rank %u: %s",
-				 st.source, ret ? hmc_strerror(ret) :
-						  "wrong size");
+		if (ret) {
+			/* Never a hot loop on an error that stays. */
+			pr_debug("pool: receiving device requests: %s",
+				 hmc_strerror(ret));
+			usleep(1000);
+			continue;
+		}
+		if (st.len != sizeof(req)) {
+			pr_debug("pool: a device request of %llu bytes from rank %u",
+				 (unsigned long long)st.len, st.source);
 			continue;
 		}
 		serve_one(p, st.source, &req);

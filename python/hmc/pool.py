@@ -195,6 +195,10 @@ class Pool:
             raise error(rc, "pool wait")
 
     def register_user_mem(self, addr, nbytes, mem_type=MemoryType.CPU):
+        """hmc_pool_register_user_mem(): AUTO classifies the range; a
+        page-aligned CPU one moves into the room create(user_mem_size=)
+        reserved, keeping its address and bytes, and copies use it in place
+        (unregister it before freeing it)."""
         check(_api().hmc_pool_register_user_mem(self._live(), addr, nbytes,
                                                 int(mem_type)),
               "register_user_mem")

@@ -408,6 +408,7 @@ enum rdev_write {
 	RW_AUTO_HOST,	/* AUTO from host memory */
 	RW_G2G_HOST,	/* from the previous rank's host segment (relay) */
 	RW_G2G_DEV,	/* from the previous rank's device segment (relay) */
+	RW_G2G_OWN_DEV,	/* from our device segment */
 	RW_NR,
 };
 
@@ -418,6 +419,7 @@ enum rdev_read {
 	RR_G2G_OWN,	/* into our host segment */
 	RR_AUTO_DEV,	/* AUTO into our device memory */
 	RR_G2G_HOST,	/* into the next rank's host segment (relay), then G2H */
+	RR_G2G_OWN_DEV,	/* into our device segment, then G2H */
 	RR_NR,
 };
 
@@ -432,6 +434,7 @@ static int rdev_read(struct hmc_pool *pool, enum rdev_read how, char *from,
 {
 	char *own = hmc_pool_ptr(pool, HMC_POOL_HOST, me) + HOFF;
 	char *next = hmc_pool_ptr(pool, HMC_POOL_HOST, (me + 1) % n) + HOFF;
+	char *own_dev = hmc_pool_ptr(pool, HMC_POOL_DEVICE, me) + DOFF_SRC;
 	int ret;
 
 	switch (how) {
@@ -458,6 +461,10 @@ static int rdev_read(struct hmc_pool *pool, enum rdev_read how, char *from,
 		ret = hmc_pool_copy(pool, own, from, len, HMC_POOL_G2G, 0);
 		return ret ?: hmc_pool_copy(pool, out, own, len, HMC_POOL_GH2H,
 					    0);
+	case RR_G2G_OWN_DEV:
+		ret = hmc_pool_copy(pool, own_dev, from, len, HMC_POOL_G2G, 0);
+		return ret ?: hmc_pool_copy(pool, out, own_dev, len,
+					    HMC_POOL_G2H, 0);
 	default:
 		ret = hmc_pool_copy(pool, next, from, len, HMC_POOL_G2G, 0);
 		return ret ?: hmc_pool_copy(pool, out, next, len, HMC_POOL_G2H,
@@ -518,7 +525,8 @@ static void remote_device(struct hmc_pool *pool)
 			case RW_H2G: case RW_AUTO_HOST: src = host; break;
 			case RW_G2G_OWN: src = own_host + HOFF; break;
 			case RW_G2G_HOST: src = prev_host + HOFF; break;
-			default: src = prev_dev + DOFF_SRC; break;
+			case RW_G2G_DEV: src = prev_dev + DOFF_SRC; break;
+			default: src = own_dev + DOFF_SRC; break;
 			}
 			ret = hmc_pool_copy(pool, next_dev + DOFF, src, len,
 					    w == RW_L2G ? HMC_POOL_L2G :
@@ -942,6 +950,13 @@ static void welcome(struct hmc_world *world, struct hmc_pool *pool)
 	       joiner);
 }
 
+static void *kill_later(void *arg)
+{
+	usleep(300 * 1000);
+	raise(SIGKILL);
+	return arg;
+}
+
 /*
  * The last rank leaves, the one before dies; the others copy to both
  * until their copies fail, then go on among themselves; the leaver joins
@@ -973,7 +988,21 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 		goto out;
 	}
 	if (me == victim) {
-		usleep(300 * 1000);
+		pthread_t killer;
+
+		/*
+		 * It dies in the middle of copies to the survivors' device
+		 * segments (host ones without -d): their owners' services must
+		 * go on serving the others.
+		 */
+		CHECK(!pthread_create(&killer, NULL, kill_later, NULL),
+		      "pthread_create");
+		pattern_fill(buf, REGION, seed(34, me, 0));
+		for (i = 0; i < 1000000; i++)
+			for (r = 0; r < ng; r++)
+				hmc_pool_copy(pool, (dsegs[r] ? dsegs[r] : segs[r]) +
+					      region_off(5, me), buf, REGION,
+					      HMC_POOL_H2G, 0);
 		raise(SIGKILL);
 	}
 	/*
@@ -1022,6 +1051,11 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 		CHECK_RET(hmc_pool_copy(pool, segs[r] + region_off(1, me), buf,
 					REGION, HMC_POOL_H2G, 0), 0);
 	}
+	for (r = 0; r < ng && dsegs[r]; r++) {
+		pattern_fill(buf, REGION, seed(35, me, r));
+		CHECK_RET(hmc_pool_copy(pool, dsegs[r] + region_off(1, me), buf,
+					REGION, HMC_POOL_H2G, 0), 0);
+	}
 	CHECK_RET(hmc_pool_group_barrier(pool, 301, survivors, ng, TIMEOUT_MS),
 		  0);
 	for (r = 0; r < ng; r++) {
@@ -1029,6 +1063,12 @@ static void churn(struct hmc_world *world, struct hmc_pool *pool)
 					REGION, HMC_POOL_G2H, 0), 0);
 		check_bytes(buf, REGION, seed(31, r, me), "after the churn", r,
 			    me);
+		if (!dsegs[me])
+			continue;
+		CHECK_RET(hmc_pool_copy(pool, buf, dsegs[me] + region_off(1, r),
+					REGION, HMC_POOL_G2H, 0), 0);
+		check_bytes(buf, REGION, seed(35, r, me),
+			    "device segment after the churn", r, me);
 	}
 	printf("ok - rank %u: leave and SIGKILL seen as -ECONNRESET\n", me);
 	welcome(world, pool);

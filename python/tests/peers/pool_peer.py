@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """One rank of test_pool: hmc.pool over hmc.init_world() with NumPy arrays
 and torch tensors as local memory, every copy kind the memory allows,
-asynchronous and batched copies, refusals, the extra context, allgather
-and subgroups, every byte checked. With a device type argument
+asynchronous and batched copies, registered memory, refusals, the extra
+context, allgather and subgroups, every byte checked. With a device type argument
 ("cuda", ...), each rank also has a device segment of the mock runtime,
 which the others reach too.
 Prints "rank N: ok"; raises on the first difference.
@@ -12,6 +12,7 @@ Prints "rank N: ok"; raises on the first difference.
 
 import ctypes
 import errno
+import mmap
 import sys
 
 import numpy as np
@@ -35,7 +36,7 @@ def main():
     me, n = world.rank, world.size
     pool = hp.create(world, host_size=(1 << 20) + 4096 * me,
                      device_size=(1 << 18) if dev else 0,
-                     device_type=mem_type)
+                     device_type=mem_type, user_mem_size=1 << 17)
     for r in range(n):
         assert pool.size(hp.HOST, r) == (1 << 20) + 4096 * r
         assert pool.rank_of(pool.ptr(hp.HOST, r)) == r
@@ -101,6 +102,23 @@ def main():
         assert np.array_equal(got, data(3, me, nxt))
         pool.copy(got, dseg + 11, kind=hp.CopyKind.G2H)
         assert np.array_equal(got, data(3, (me + n - 1) % n, me))
+
+    # Registered page-aligned memory (an anonymous mmap) keeps its bytes
+    # while it lives in the ConnBuffer, and copies in place both ways.
+    m = mmap.mmap(-1, 1 << 17)
+    arr = np.frombuffer(m, dtype=np.uint8)
+    arr[:N] = data(4, me, 0)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    pool.register_user_mem(addr, 1 << 17)
+    assert np.array_equal(arr[:N], data(4, me, 0))
+    pool.copy(pool.ptr(hp.HOST, nxt) + (4 * n + me) * N, arr[:N],
+              kind=hp.CopyKind.H2G)
+    pool.copy(arr[N:2 * N], pool.ptr(hp.HOST, nxt) + (4 * n + me) * N)
+    assert np.array_equal(arr[N:2 * N], data(4, me, 0))
+    pool.unregister_user_mem(addr)
+    assert np.array_equal(arr[N:2 * N], data(4, me, 0))
+    del arr
+    m.close()
 
     # Refusals raise with the errno.
     seg = pool.ptr(hp.HOST, nxt)
