@@ -225,6 +225,29 @@ static void host_kinds(struct hmc_pool *pool)
 }
 
 /*
+ * G2G within one segment of the next rank onto an overlapping range, both
+ * ways, longer than the relay's window: the bytes must come out as
+ * memmove() leaves them.
+ */
+static void overlap(struct hmc_pool *pool, char *at, const char *what)
+{
+	const size_t len = 1500000, shift = 4099;
+	uint8_t *buf = malloc(len);
+
+	pattern_fill(buf, len, seed(70, me, 0));
+	CHECK_RET(hmc_pool_copy(pool, at, buf, len, HMC_POOL_H2G, 0), 0);
+	CHECK_RET(hmc_pool_copy(pool, at + shift, at, len, HMC_POOL_G2G, 0), 0);
+	memset(buf, 0, len);
+	CHECK_RET(hmc_pool_copy(pool, buf, at + shift, len, HMC_POOL_G2H, 0), 0);
+	check_bytes(buf, len, seed(70, me, 0), what, me, (me + 1) % n);
+	CHECK_RET(hmc_pool_copy(pool, at, at + shift, len, HMC_POOL_G2G, 0), 0);
+	memset(buf, 0, len);
+	CHECK_RET(hmc_pool_copy(pool, buf, at, len, HMC_POOL_G2H, 0), 0);
+	check_bytes(buf, len, seed(70, me, 0), what, me, (me + 1) % n);
+	free(buf);
+}
+
+/*
  * Sizes around the staging window's chunks (56 KiB) and the window (18 of
  * them), to the next rank's host segment from host memory and back: each
  * rank is written by the previous one only.
@@ -259,6 +282,8 @@ static void stage_sizes(struct hmc_pool *pool)
 			    "staged sizes, written", prev, me);
 		CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
 	}
+	overlap(pool, to, "overlapping G2G in a host segment");
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
 	free(out);
 	free(in);
 	printf("ok - rank %u: staged copies around the window's chunks\n", me);
@@ -559,6 +584,9 @@ static void remote_device(struct hmc_pool *pool)
 			}
 		}
 	}
+
+	overlap(pool, next_dev + DOFF, "overlapping G2G in a device segment");
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
 
 	/* Host-segment kinds name no device segment; ranges stay inside. */
 	CHECK_RET(hmc_pool_copy(pool, next_dev, dev, 16, HMC_POOL_L2GH, 0),
