@@ -95,7 +95,6 @@ static void alltoalls(const char *call, const struct shm_group *g,
 		      ptrdiff_t sst, size_t n, size_t size)
 {
 	size_t span = ((n * (size_t)g->size - 1) * (size_t)sst + 1) * size;
-	size_t k;
 	int i;
 
 	if (dst < 1 || sst < 1)
@@ -108,16 +107,14 @@ static void alltoalls(const char *call, const struct shm_group *g,
 		const unsigned char *s = source;
 		unsigned char *d = dest;
 
-		if (dst == 1 && sst == 1) {
+		if (dst == 1 && sst == 1)
 			shm_get(call, gpe(g, i), d + (size_t)i * n * size,
 				s + (size_t)g->me * n * size, n * size);
-			continue;
-		}
-		for (k = 0; k < n; k++)
-			shm_get(call, gpe(g, i),
-				d + ((size_t)i * n + k) * (size_t)dst * size,
-				s + ((size_t)g->me * n + k) * (size_t)sst * size,
-				size);
+		else
+			shm_iget(call, gpe(g, i),
+				 d + (size_t)i * n * (size_t)dst * size,
+				 s + (size_t)g->me * n * (size_t)sst * size,
+				 (size_t)dst, (size_t)sst, n, size);
 	}
 	shm_group_barrier(g);
 }

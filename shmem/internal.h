@@ -191,6 +191,11 @@ void shm_put(const char *call, int pe, void *dest, const void *src,
 	     size_t len);
 void shm_get(const char *call, int pe, void *dest, const void *src,
 	     size_t len);
+/* @n elements of @size bytes, @dst and @sst elements apart at each end. */
+void shm_iput(const char *call, int pe, void *dest, const void *src,
+	      size_t dst, size_t sst, size_t n, size_t size);
+void shm_iget(const char *call, int pe, void *dest, const void *src,
+	      size_t dst, size_t sst, size_t n, size_t size);
 /* An AMO of @size (4 or 8) bytes; the old value if @fetch. */
 uint64_t shm_amo(const char *call, int pe, void *addr, unsigned int size,
 		 enum shm_amo_op op, uint64_t val, uint64_t cond, bool fetch);

@@ -21,6 +21,9 @@
  * answers: an answer means everything sent before it was applied. Data of
  * a put larger than INLINE_MAX follows its request as a message of its own
  * tag, which the target receives straight into the destination.
+ * Every remote byte moves as a message (hmc_comm stages large ones through
+ * its slots); one-sided puts and gets into a ConnBuffer backed by the heap
+ * memfd would spare those copies for the heap, not for globals.
  *
  * Failures: the progress thread looks at every peer's connection every
  * POLL_MS; a peer gone for GRACE_MS without saying BYE (which
@@ -53,6 +56,8 @@
 #define SHM_SEQ_MASK	((1ULL << 38) - 1)
 /* Put data carried in the request, below hmc_comm's eager limit. */
 #define INLINE_MAX	(16 * 1024)
+/* Packed elements of one strided get's answer. */
+#define IGET_MAX	(1024 * 1024)
 /* How often the progress thread looks at its peers' connections. */
 #define POLL_MS		50
 /*
@@ -65,6 +70,8 @@
 enum req_kind {
 	RQ_PUT = 1,
 	RQ_GET,
+	RQ_IPUT,	/* @val elements of @len bytes, @cond bytes apart */
+	RQ_IGET,
 	RQ_AMO,
 	RQ_QUIET,
 	RQ_BYE,
@@ -268,6 +275,104 @@ void shm_get(const char *call, int pe, void *dest, const void *src,
 	call_remote(call, pe, &h, dest, len);
 }
 
+/*
+ * Strided transfers to a remote PE move packed elements: as many as a
+ * request carries (iput) or IGET_MAX bytes of answer (iget) at a time,
+ * instead of a message per element.
+ */
+static void __attribute__((noinline))
+remote_iput(const char *call, int pe, unsigned char *dest,
+	    const unsigned char *src, size_t dst, size_t sst, size_t n,
+	    size_t size)
+{
+	size_t per = INLINE_MAX / size, i, k, c;
+	struct req_msg m;
+
+	for (i = 0; i < n; i += c) {
+		c = n - i < per ? n - i : per;
+		if (!c) {	/* an element above INLINE_MAX: a put each */
+			c = 1;
+			remote_put(call, pe, dest + i * dst, src + i * sst, size);
+			continue;
+		}
+		memset(&m.h, 0, sizeof(m.h));
+		m.h.kind = RQ_IPUT;
+		m.h.seg = locate(call, dest + i * dst, &m.h.off);
+		m.h.len = size;
+		m.h.val = c;
+		m.h.cond = dst;
+		for (k = 0; k < c; k++)
+			memcpy(m.data + k * size, src + (i + k) * sst, size);
+		send_req(call, pe, &m.h, sizeof(m.h) + c * size);
+		sent_one(pe);
+	}
+}
+
+void shm_iput(const char *call, int pe, void *dest, const void *src,
+	      size_t dst, size_t sst, size_t n, size_t size)
+{
+	unsigned char *d = shm_peer_addr(dest, pe);
+	const unsigned char *s = src;
+	size_t i;
+
+	dst *= size;
+	sst *= size;
+	if (!d) {
+		if (n)
+			remote_iput(call, pe, dest, s, dst, sst, n, size);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		memcpy(d + i * dst, s + i * sst, size);
+}
+
+static void __attribute__((noinline))
+remote_iget(const char *call, int pe, unsigned char *dest,
+	    const unsigned char *src, size_t dst, size_t sst, size_t n,
+	    size_t size)
+{
+	size_t per = IGET_MAX / size, i, k, c;
+	unsigned char *buf;
+
+	if (!per) {	/* an element above IGET_MAX: a get each */
+		for (i = 0; i < n; i++)
+			shm_get(call, pe, dest + i * dst, src + i * sst, size);
+		return;
+	}
+	buf = malloc((n < per ? n : per) * size);
+	if (!buf)
+		shm_fatal(call, "out of memory");
+	for (i = 0; i < n; i += c) {
+		struct req_hdr h = { .kind = RQ_IGET, .len = size, .cond = sst };
+
+		c = n - i < per ? n - i : per;
+		h.seg = locate(call, src + i * sst, &h.off);
+		h.val = c;
+		call_remote(call, pe, &h, buf, c * size);
+		for (k = 0; k < c; k++)
+			memcpy(dest + (i + k) * dst, buf + k * size, size);
+	}
+	free(buf);
+}
+
+void shm_iget(const char *call, int pe, void *dest, const void *src,
+	      size_t dst, size_t sst, size_t n, size_t size)
+{
+	const unsigned char *s = shm_peer_addr(src, pe);
+	unsigned char *d = dest;
+	size_t i;
+
+	dst *= size;
+	sst *= size;
+	if (!s) {
+		if (n)
+			remote_iget(call, pe, d, src, dst, sst, n, size);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		memcpy(d + i * dst, s + i * sst, size);
+}
+
 uint64_t shm_amo(const char *call, int pe, void *addr, unsigned int size,
 		 enum shm_amo_op op, uint64_t val, uint64_t cond, bool fetch)
 {
@@ -357,10 +462,54 @@ static void *target(uint32_t from, const struct req_hdr *h, uint64_t len)
 	return p;
 }
 
+/*
+ * A put's data into our memory. One aligned word (shmem_p, the usual
+ * flag a PE waits on with wait_until) is stored whole, as the CPU's own
+ * store of a mapped peer would be, never seen torn by the waiter's atomic
+ * loads.
+ */
+static void copy_in(void *p, const void *data, uint64_t len)
+{
+	uint64_t v = 0;
+
+	if ((len == 1 || len == 2 || len == 4 || len == 8) &&
+	    !((uintptr_t)p & (len - 1))) {
+		memcpy(&v, data, len);
+		switch (len) {
+		case 1:
+			__atomic_store_n((uint8_t *)p, (uint8_t)v, __ATOMIC_RELEASE);
+			return;
+		case 2:
+			__atomic_store_n((uint16_t *)p, (uint16_t)v, __ATOMIC_RELEASE);
+			return;
+		case 4:
+			__atomic_store_n((uint32_t *)p, (uint32_t)v, __ATOMIC_RELEASE);
+			return;
+		default:
+			__atomic_store_n((uint64_t *)p, v, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	memcpy(p, data, len);
+}
+
+/* Bytes from the first element of a strided request to its last's end. */
+static uint64_t strided_span(uint32_t from, const struct req_hdr *h)
+{
+	if (!h->val || h->cond < h->len ||
+	    h->cond > (UINT64_MAX - h->len) / h->val)
+		shm_fatal("progress", "PE %u sent a strided request of %llu elements of %llu bytes, %llu apart",
+			  from, (unsigned long long)h->val,
+			  (unsigned long long)h->len,
+			  (unsigned long long)h->cond);
+	return (h->val - 1) * h->cond + h->len;
+}
+
 static void serve(uint32_t from, size_t got)
 {
 	const struct req_hdr *h = &rx.h;
-	uint64_t old, zero = 0;
+	uint64_t old, zero = 0, i;
+	unsigned char *packed;
 	void *p;
 	int err;
 
@@ -375,7 +524,7 @@ static void serve(uint32_t from, size_t got)
 				shm_fatal("progress", "PE %u sent a put of %zu bytes for %llu",
 					  from, got - sizeof(*h),
 					  (unsigned long long)h->len);
-			memcpy(p, rx.data, h->len);
+			copy_in(p, rx.data, h->len);
 			break;
 		}
 		if (got != sizeof(*h))
@@ -388,6 +537,32 @@ static void serve(uint32_t from, size_t got)
 		break;
 	case RQ_GET:
 		answer(from, h->tag, target(from, h, h->len), h->len);
+		break;
+	case RQ_IPUT:
+		if (!h->len || h->val > INLINE_MAX / h->len ||
+		    got != sizeof(*h) + h->val * h->len)
+			shm_fatal("progress", "PE %u sent a strided put of %zu bytes for %llu elements of %llu",
+				  from, got, (unsigned long long)h->val,
+				  (unsigned long long)h->len);
+		p = target(from, h, strided_span(from, h));
+		for (i = 0; i < h->val; i++)
+			copy_in((unsigned char *)p + i * h->cond,
+				rx.data + i * h->len, h->len);
+		break;
+	case RQ_IGET:
+		if (!h->len || h->val > IGET_MAX / h->len)
+			shm_fatal("progress", "PE %u asked for %llu elements of %llu bytes",
+				  from, (unsigned long long)h->val,
+				  (unsigned long long)h->len);
+		p = target(from, h, strided_span(from, h));
+		packed = malloc(h->val * h->len);
+		if (!packed)
+			shm_fatal("progress", "out of memory");
+		for (i = 0; i < h->val; i++)
+			memcpy(packed + i * h->len,
+			       (unsigned char *)p + i * h->cond, h->len);
+		answer(from, h->tag, packed, h->val * h->len);
+		free(packed);
 		break;
 	case RQ_AMO:
 		if ((h->size != 4 && h->size != 8) || h->amo >= SHM_AMO_NR ||

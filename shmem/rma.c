@@ -37,36 +37,24 @@ static void iput(const char *call, shmem_ctx_t ctx, void *dest,
 		 const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t n,
 		 size_t size, int pe)
 {
-	unsigned char *d = dest;
-	const unsigned char *s = source;
-	size_t i;
-
 	shm_check_init(call);
 	if (!n)
 		return;
 	pe = shm_ctx_pe(call, ctx, pe);
 	shm_check_addr(call, dest, ((n - 1) * (size_t)dst + 1) * size, pe);
-	for (i = 0; i < n; i++)
-		shm_put(call, pe, d + i * (size_t)dst * size,
-			s + i * (size_t)sst * size, size);
+	shm_iput(call, pe, dest, source, (size_t)dst, (size_t)sst, n, size);
 }
 
 static void iget(const char *call, shmem_ctx_t ctx, void *dest,
 		 const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t n,
 		 size_t size, int pe)
 {
-	unsigned char *d = dest;
-	const unsigned char *s = source;
-	size_t i;
-
 	shm_check_init(call);
 	if (!n)
 		return;
 	pe = shm_ctx_pe(call, ctx, pe);
 	shm_check_addr(call, source, ((n - 1) * (size_t)sst + 1) * size, pe);
-	for (i = 0; i < n; i++)
-		shm_get(call, pe, d + i * (size_t)dst * size,
-			s + i * (size_t)sst * size, size);
+	shm_iget(call, pe, dest, source, (size_t)dst, (size_t)sst, n, size);
 }
 
 static void put_signal(const char *call, shmem_ctx_t ctx, void *dest,

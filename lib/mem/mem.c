@@ -179,6 +179,36 @@ int mem_ptr_device(enum hmc_mem_type type, const void *ptr)
 	return be->ptr_device(ptr);
 }
 
+int mem_copy_start(enum hmc_mem_type type, int device, void *dst,
+		   const void *src, size_t len, enum hmc_copy_kind kind,
+		   void **ev)
+{
+	const struct mem_backend *be;
+	int ret;
+
+	*ev = NULL;
+	if (kind != HMC_COPY_H2D && kind != HMC_COPY_D2H)
+		return -EINVAL;
+	ret = mem_check_device(type, device, &be);
+	if (ret || !len)
+		return ret;
+	if (be->copy_start) {
+		ret = be->copy_start(device, dst, src, len, kind, ev);
+		if (ret != -EOPNOTSUPP)
+			return ret;
+	}
+	return be->copy(device, dst, src, len, kind);
+}
+
+int mem_copy_done(enum hmc_mem_type type, int device, void *ev, bool wait)
+{
+	const struct mem_backend *be = mem_backend_of(type);
+
+	if (!ev)
+		return 0;
+	return be->copy_done(device, ev, wait);
+}
+
 int hmc_mem_alloc(enum hmc_mem_type type, int device, size_t size, void **ptr)
 {
 	const struct mem_backend *be;

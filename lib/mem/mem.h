@@ -8,6 +8,8 @@
 #ifndef HMC_LIB_MEM_H
 #define HMC_LIB_MEM_H
 
+#include <stdbool.h>
+
 #include <hmc/hmc.h>
 
 struct mem_backend {
@@ -28,6 +30,20 @@ struct mem_backend {
 	 * device cannot export.
 	 */
 	int (*export_dmabuf)(int device, void *ptr, size_t len, int *fd);
+	/*
+	 * Optional (NULL, or -EOPNOTSUPP where the runtime lacks the calls:
+	 * copy() does it instead). Queue a host-to-device or device-to-host
+	 * copy on the backend's own stream of @device and return at once;
+	 * *@ev then stands for it until copy_done() says it has landed.
+	 * Both ends must stay put until then.
+	 */
+	int (*copy_start)(int device, void *dst, const void *src, size_t len,
+			  enum hmc_copy_kind kind, void **ev);
+	/*
+	 * 0 once @ev's copy has landed, or an error: either way @ev is gone;
+	 * -EINPROGRESS while it runs (with @wait, it waits instead).
+	 */
+	int (*copy_done)(int device, void *ev, bool wait);
 };
 
 extern const struct mem_backend mem_cuda;
@@ -75,6 +91,19 @@ int mem_rt_errno(const char *runtime, const char *what, int code,
  */
 int mem_gpu_errno(const char *runtime, const char *what, int code,
 		  const char *text);
+
+/*
+ * A copy between host memory and @device's memory of GPU @type (H2D or
+ * D2H), queued on the backend's stream where it has one: *@ev is then
+ * for mem_copy_done(); else it is done at once and *@ev is NULL. Both
+ * ends must stay put until mem_copy_done() returns anything but
+ * -EINPROGRESS.
+ */
+int mem_copy_start(enum hmc_mem_type type, int device, void *dst,
+		   const void *src, size_t len, enum hmc_copy_kind kind,
+		   void **ev);
+/* See struct mem_backend's copy_done(); @ev NULL: 0. */
+int mem_copy_done(enum hmc_mem_type type, int device, void *ev, bool wait);
 
 /* The device of @type that owns @ptr (GPU types only), or -errno. */
 int mem_ptr_device(enum hmc_mem_type type, const void *ptr);

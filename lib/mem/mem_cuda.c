@@ -20,10 +20,13 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;	/* CUdeviceptr_v2 on 64-bit */
 
 #define CUDA_SUCCESS				0
 #define CUDA_ERROR_INVALID_CONTEXT		201
+#define CUDA_ERROR_NOT_READY			600
+#define CU_EVENT_DISABLE_TIMING			0x2
 #define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL	9
 #define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED	124
 #define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD	1
@@ -52,6 +55,16 @@ static struct {
 	CUresult (*mem_get_handle_for_range)(void *handle, CUdeviceptr dptr,
 					     size_t size, int type,
 					     unsigned long long flags);
+	/* Optional: copies that return at once (copy_start). */
+	CUresult (*memcpy_htod_async)(CUdeviceptr dst, const void *src,
+				      size_t len, CUstream stream);
+	CUresult (*memcpy_dtoh_async)(void *dst, CUdeviceptr src, size_t len,
+				      CUstream stream);
+	CUresult (*event_create)(CUevent *ev, unsigned int flags);
+	CUresult (*event_record)(CUevent ev, CUstream stream);
+	CUresult (*event_query)(CUevent ev);
+	CUresult (*event_synchronize)(CUevent ev);
+	CUresult (*event_destroy)(CUevent ev);
 } cu = { .once = PTHREAD_ONCE_INIT, .count = -ENODEV };
 
 /* The _v2 entry points are the ones with 64-bit sizes and pointers. */
@@ -73,11 +86,18 @@ static const struct mem_sym cu_syms[] = {
 	{ "cuGetErrorString", (void **)&cu.get_error_string },
 };
 
-/* For dma-buf export only. */
+/* For dma-buf export and for copies that return at once. */
 static const struct mem_sym cu_opt_syms[] = {
 	{ "cuDeviceGetAttribute", (void **)&cu.device_get_attribute },
 	{ "cuMemGetHandleForAddressRange",
 	  (void **)&cu.mem_get_handle_for_range },
+	{ "cuMemcpyHtoDAsync_v2", (void **)&cu.memcpy_htod_async },
+	{ "cuMemcpyDtoHAsync_v2", (void **)&cu.memcpy_dtoh_async },
+	{ "cuEventCreate", (void **)&cu.event_create },
+	{ "cuEventRecord", (void **)&cu.event_record },
+	{ "cuEventQuery", (void **)&cu.event_query },
+	{ "cuEventSynchronize", (void **)&cu.event_synchronize },
+	{ "cuEventDestroy_v2", (void **)&cu.event_destroy },
 };
 
 static int cuda_errno(const char *what, CUresult err)
@@ -301,6 +321,77 @@ out:
 	return ret;
 }
 
+/*
+ * A copy queued on the legacy default stream, as cuda_copy()'s, with an
+ * event behind it to ask about: the caller overlaps it with other work
+ * (lib/msg's slots) instead of waiting for each.
+ */
+static int cuda_copy_start(int device, void *dst, const void *src,
+			   size_t len, enum hmc_copy_kind kind, void **ev)
+{
+	const char *what;
+	CUdevice dev;
+	CUevent e;
+	CUresult err;
+	int ret;
+
+	if (!cu.memcpy_htod_async || !cu.memcpy_dtoh_async ||
+	    !cu.event_create || !cu.event_record || !cu.event_query ||
+	    !cu.event_synchronize || !cu.event_destroy)
+		return -EOPNOTSUPP;
+	ret = cuda_enter(device, &dev);
+	if (ret)
+		return ret;
+	what = "cuEventCreate";
+	err = cu.event_create(&e, CU_EVENT_DISABLE_TIMING);
+	if (err != CUDA_SUCCESS)
+		goto out;
+	if (kind == HMC_COPY_H2D) {
+		what = "cuMemcpyHtoDAsync";
+		err = cu.memcpy_htod_async(dptr_of(dst), src, len, NULL);
+	} else {
+		what = "cuMemcpyDtoHAsync";
+		err = cu.memcpy_dtoh_async(dst, dptr_of(src), len, NULL);
+	}
+	if (err == CUDA_SUCCESS && cu.event_record(e, NULL) == CUDA_SUCCESS) {
+		*ev = e;
+		goto out;
+	}
+	/* No copy, or no event behind it: let what was queued land now. */
+	if (err == CUDA_SUCCESS) {
+		what = "cuStreamSynchronize";
+		err = cu.stream_synchronize(NULL);
+	}
+	cu.event_destroy(e);
+out:
+	if (err != CUDA_SUCCESS)
+		ret = cuda_errno(what, err);
+	cuda_leave(dev);
+	return ret;
+}
+
+static int cuda_copy_done(int device, void *ev, bool wait)
+{
+	CUdevice dev;
+	CUresult err;
+	int ret;
+
+	ret = cuda_enter(device, &dev);
+	if (ret)
+		return ret;
+	err = wait ? cu.event_synchronize(ev) : cu.event_query(ev);
+	if (err == CUDA_ERROR_NOT_READY) {
+		ret = -EINPROGRESS;
+	} else {
+		if (err != CUDA_SUCCESS)
+			ret = cuda_errno(wait ? "cuEventSynchronize" :
+					 "cuEventQuery", err);
+		cu.event_destroy(ev);
+	}
+	cuda_leave(dev);
+	return ret;
+}
+
 const struct mem_backend mem_cuda = {
 	.name		= "cuda",
 	.device_count	= cuda_device_count,
@@ -309,4 +400,6 @@ const struct mem_backend mem_cuda = {
 	.copy		= cuda_copy,
 	.ptr_device	= cuda_ptr_device,
 	.export_dmabuf	= cuda_export_dmabuf,
+	.copy_start	= cuda_copy_start,
+	.copy_done	= cuda_copy_done,
 };

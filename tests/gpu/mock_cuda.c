@@ -8,8 +8,10 @@
  * CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED as mock_dmabuf_supported() says
  * and export ranges with cuMemGetHandleForAddressRange. See mock_dev.h.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mock_dev.h"
@@ -24,6 +26,7 @@ typedef unsigned long long CUdeviceptr;
 #define CUDA_ERROR_NOT_INITIALIZED	3
 #define CUDA_ERROR_INVALID_DEVICE	101
 #define CUDA_ERROR_INVALID_CONTEXT	201
+#define CUDA_ERROR_NOT_READY		600
 #define CUDA_ERROR_NOT_SUPPORTED	801
 #define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
 #define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
@@ -252,6 +255,99 @@ MOCK_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src,
 	return CUDA_SUCCESS;
 }
 
+/*
+ * Copies that return at once, on the legacy default stream (the only one
+ * mocked): both directions land at the device's next synchronisation, so
+ * a caller that uses the data before its event says so reads stale data.
+ */
+MOCK_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
+					  size_t len, void *stream)
+{
+	void *d = (void *)(uintptr_t)dst;
+	CUcontext ctx = check_copy("cuMemcpyHtoDAsync", d, 0, src, -1, len);
+
+	if (!ctx || stream)
+		return CUDA_ERROR_INVALID_VALUE;
+	mock_copy_later(ctx->device, d, src, len);
+	return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
+					  size_t len, void *stream)
+{
+	const void *s = (const void *)(uintptr_t)src;
+	CUcontext ctx = check_copy("cuMemcpyDtoHAsync", dst, -1, s, 0, len);
+
+	if (!ctx || stream)
+		return CUDA_ERROR_INVALID_VALUE;
+	mock_copy_later(ctx->device, dst, s, len);
+	return CUDA_SUCCESS;
+}
+
+/* Events: the first query of one says "not ready", the next lands its copies. */
+struct CUevent_st {
+	int device;
+	bool recorded;
+	int queries;
+};
+static int live_events, events_created;
+
+MOCK_EXPORT CUresult cuEventCreate(struct CUevent_st **ev, unsigned int flags)
+{
+	CUcontext ctx = need_context("cuEventCreate");
+
+	if (!ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*ev = calloc(1, sizeof(**ev));
+	if (!*ev)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	(*ev)->device = ctx->device;
+	__atomic_add_fetch(&live_events, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&events_created, 1, __ATOMIC_RELAXED);
+	return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuEventRecord(struct CUevent_st *ev, void *stream)
+{
+	if (!need_context("cuEventRecord"))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!ev || stream)
+		return CUDA_ERROR_INVALID_VALUE;
+	ev->recorded = true;
+	return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuEventQuery(struct CUevent_st *ev)
+{
+	if (!ev || !ev->recorded) {
+		mock_violation("cuEventQuery of an event never recorded");
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!ev->queries++)
+		return CUDA_ERROR_NOT_READY;
+	mock_sync(ev->device);
+	return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuEventSynchronize(struct CUevent_st *ev)
+{
+	if (!ev || !ev->recorded) {
+		mock_violation("cuEventSynchronize of an event never recorded");
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	mock_sync(ev->device);
+	return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuEventDestroy_v2(struct CUevent_st *ev)
+{
+	if (!ev)
+		return CUDA_ERROR_INVALID_VALUE;
+	__atomic_sub_fetch(&live_events, 1, __ATOMIC_RELAXED);
+	free(ev);
+	return CUDA_SUCCESS;
+}
+
 /* Wants a current context, as some drivers do. */
 MOCK_EXPORT CUresult cuPointerGetAttribute(void *data, int attr,
 					   CUdeviceptr ptr)
@@ -328,6 +424,12 @@ MOCK_EXPORT void mock_app_device_leave(int dev)
 	cuDevicePrimaryCtxRelease_v2(dev);
 }
 
+/* For tests of copies on a stream: how many events libhmc asked for. */
+MOCK_EXPORT int mock_events_created(void)
+{
+	return __atomic_load_n(&events_created, __ATOMIC_RELAXED);
+}
+
 MOCK_EXPORT int mock_current_device(void)
 {
 	return current() ? current()->device : -1;
@@ -346,6 +448,11 @@ MOCK_EXPORT int mock_report(char *msg, size_t len)
 	}
 	if (!ret && depth) {
 		snprintf(msg, len, "%d contexts left pushed", depth);
+		ret = 1;
+	}
+	if (!ret && __atomic_load_n(&live_events, __ATOMIC_RELAXED)) {
+		snprintf(msg, len, "%d events never destroyed",
+			 __atomic_load_n(&live_events, __ATOMIC_RELAXED));
 		ret = 1;
 	}
 	return ret;

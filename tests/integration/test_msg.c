@@ -32,11 +32,14 @@
  *   gpu (2 ranks): sources and destinations in GPU memory of -M's
  *     runtime (cuda, rocm, ascend, cnrt, musa; run with the mock runtimes
  *     of tests/gpu: HMC_GPU_MOCK=1 and LD_LIBRARY_PATH), exits 77 without
- *     such a device.
+ *     such a device. Under a mock, the runtime must report no misuse nor
+ *     leak afterwards, and with CUDA's the slots' copies must have gone
+ *     on a stream (events), whose copies land only when an event says so.
  *
  *   test_msg -c sizes|mesh|kill|kill-sender|ring|gpu [-t SECONDS] [-N NAME] [-G GIB]
  *            [-M cuda|rocm|ascend|cnrt|musa]
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -750,7 +753,7 @@ static int ring_streams(struct ctx *c)
 	struct hmc_msg_status st;
 	hmc_req_t reqs[RING_WINDOW];
 	uint64_t next[ITEST_MAX_RANKS] = { 0 }, k, w, len;
-	uint8_t *b, *bufs[RING_WINDOW];
+	uint8_t *raw, *b, *bufs[RING_WINDOW];
 	char what[64];
 	int bad = 0, rc;
 
@@ -775,7 +778,8 @@ static int ring_streams(struct ctx *c)
 		tap(!bad, "%d messages streamed to rank 0", RING_MSGS);
 		return bad;
 	}
-	b = malloc(RING_MAX + GUARD);
+	raw = malloc(RING_MAX + GUARD + 3);
+	b = raw + 3;	/* unaligned: copies have heads and tails */
 	itest_sleep_ms(300);	/* the rings fill up meanwhile */
 	for (k = 0; k < 2 * RING_MSGS; k++) {
 		uint64_t want;
@@ -802,7 +806,7 @@ static int ring_streams(struct ctx *c)
 		if (bad)
 			break;
 	}
-	free(b);
+	free(raw);
 	tap(!bad, "%llu messages from 2 ranks through rings, eager and rendezvous: whole and in order per source",
 	    (unsigned long long)k);
 	return bad;
@@ -969,6 +973,39 @@ static int case_kill(struct mesh *m, void *arg)
 
 /* -------------------------------------------------------------- gpu */
 
+/*
+ * Under a mock runtime (tests/gpu), what it says of libhmc's use of it:
+ * no violation, nothing left behind; and for CUDA, copies on a stream.
+ */
+static int mock_check(enum hmc_mem_type gpu)
+{
+	static const char *const libs[] = {
+		[HMC_MEM_CUDA] = "libcuda.so.1", [HMC_MEM_ROCM] = "libamdhip64.so",
+		[HMC_MEM_ASCEND] = "libascendcl.so", [HMC_MEM_CNRT] = "libcnrt.so",
+		[HMC_MEM_MUSA] = "libmusart.so",
+	};
+	void *h = dlopen(libs[gpu], RTLD_NOW | RTLD_NOLOAD);
+	int (*report)(char *msg, size_t len), (*events)(void);
+	char msg[256] = "";
+	int bad;
+
+	*(void **)&report = h ? dlsym(h, "mock_report") : NULL;
+	if (!report)
+		return 0;	/* a real runtime */
+	bad = report(msg, sizeof(msg)) != 0;
+	tap(!bad, "the mock runtime saw no misuse and no leak%s%s",
+	    bad ? ": " : "", msg);
+	if (gpu == HMC_MEM_CUDA) {
+		*(void **)&events = dlsym(h, "mock_events_created");
+		/* rank 0 stages GPU sources, rank 1 lands in GPU memory */
+		bad += !events || events() < 4;
+		tap(events && events() >= 4,
+		    "staged copies went on a stream (%d events)",
+		    events ? events() : 0);
+	}
+	return bad;
+}
+
 static int case_gpu(struct mesh *m, void *arg)
 {
 	static const uint64_t lens[] = { 1, EAGER, EAGER + 1, 3 * SLOT + 7,
@@ -1033,6 +1070,7 @@ static int case_gpu(struct mesh *m, void *arg)
 	tap(!bad, "messages from and into %s memory, eager and staged",
 	    hmc_mem_type_name(gpu));
 	hmc_mem_free(gpu, 0, dev);
+	bad += mock_check(gpu);
 	free(host);
 	teardown(&c, true);
 	return bad || itest_failures();

@@ -185,6 +185,36 @@ static void test_signal(unsigned char *heap, uint64_t *sig)
 	free(src);
 }
 
+#define WORD(pe, i)	(((uint64_t)(pe) << 40) ^ ((uint64_t)(i) * 0x9e3779b97f4a7c15ULL))
+
+/* Strided, more elements than one request of the remote path carries. */
+static void test_large_strided(unsigned char *sym, unsigned char *src,
+			       unsigned char *got, size_t max, int right,
+			       int left)
+{
+	uint64_t *ws = (uint64_t *)src, *wg = (uint64_t *)got;
+	uint64_t *wsym = (uint64_t *)sym;
+	size_t ne = 20000, i;
+	int me = shmem_my_pe();
+
+	CHECK(3 * ne * sizeof(uint64_t) <= max, "buffer");
+	for (i = 0; i < ne; i++)
+		ws[i] = WORD(me, i);
+	memset(sym, 0, max);
+	shmem_barrier_all();
+	shmem_uint64_iput(wsym, ws, 3, 1, ne, right);
+	shmem_barrier_all();
+	for (i = 0; i < 3 * ne; i++)
+		CHECK(wsym[i] == (i % 3 ? 0 : WORD(left, i / 3)),
+		      "strided put: word %zu", i);
+	/* Right's copy holds what we put. */
+	memset(got, 0, ne * sizeof(uint64_t));
+	shmem_uint64_iget(wg, wsym, 1, 3, ne, right);
+	for (i = 0; i < ne; i++)
+		CHECK(wg[i] == WORD(me, i), "strided get: word %zu", i);
+	shmem_barrier_all();
+}
+
 /*
  * Sizes around the boundaries of the remote path (data in the request up
  * to 16 KiB, hmc_comm's eager limit at 32 KiB) and a large odd one: put to
@@ -222,6 +252,7 @@ static void test_large(void)
 		/* Nobody gets from our copy once we overwrite it. */
 		shmem_barrier_all();
 	}
+	test_large_strided(sym, src, got, max, right, left);
 	shmem_free(sym);
 	free(src);
 	free(got);
