@@ -34,8 +34,9 @@
  *     runtime (cuda, rocm, ascend, cnrt, musa; run with the mock runtimes
  *     of tests/gpu: HMC_GPU_MOCK=1 and LD_LIBRARY_PATH), exits 77 without
  *     such a device. Under a mock, the runtime must report no misuse nor
- *     leak afterwards, and with CUDA's the slots' copies must have gone
- *     on a stream (events), whose copies land only when an event says so.
+ *     leak afterwards, and with CUDA's, HIP's and MUSA's the slots' copies
+ *     must have gone on a stream (events), whose copies land only when an
+ *     event says so.
  *
  *   test_msg -c sizes|mesh|kill|kill-sender|ring|gpu [-t SECONDS] [-N NAME] [-G GIB]
  *            [-M cuda|rocm|ascend|cnrt|musa]
@@ -1009,7 +1010,8 @@ static int case_kill(struct mesh *m, void *arg)
 
 /*
  * Under a mock runtime (tests/gpu), what it says of libhmc's use of it:
- * no violation, nothing left behind; and for CUDA, copies on a stream.
+ * no violation, nothing left behind; and for the runtimes with events,
+ * copies on a stream.
  */
 static int mock_check(enum hmc_mem_type gpu)
 {
@@ -1029,7 +1031,8 @@ static int mock_check(enum hmc_mem_type gpu)
 	bad = report(msg, sizeof(msg)) != 0;
 	tap(!bad, "the mock runtime saw no misuse and no leak%s%s",
 	    bad ? ": " : "", msg);
-	if (gpu == HMC_MEM_CUDA) {
+	/* The runtimes with events (CUDA, HIP, MUSA) */
+	if (gpu == HMC_MEM_CUDA || gpu == HMC_MEM_ROCM || gpu == HMC_MEM_MUSA) {
 		*(void **)&events = dlsym(h, "mock_events_created");
 		/* rank 0 stages GPU sources, rank 1 lands in GPU memory */
 		bad += !events || events() < 4;
