@@ -28,11 +28,19 @@ static struct mem_rtapi musa = {
 		.stream_synchronize	= "musaStreamSynchronize",
 		.pointer_get_attributes	= "musaPointerGetAttributes",
 		.get_error_string	= "musaGetErrorString",
+		.memcpy_async		= "musaMemcpyAsync",
+		.event_create		= "musaEventCreateWithFlags",
+		.event_record		= "musaEventRecord",
+		.event_query		= "musaEventQuery",
+		.event_synchronize	= "musaEventSynchronize",
+		.event_destroy		= "musaEventDestroy",
 	},
 	.h2d = 1,		/* musaMemcpyHostToDevice */
 	.d2h = 2,		/* musaMemcpyDeviceToHost */
 	.d2d = 3,		/* musaMemcpyDeviceToDevice */
 	.cuda_errors = true,
+	.not_ready = 600,	/* musaErrorNotReady, numbered like CUDA's */
+	.event_disable_timing = 0x2,
 	.device_type = 2,	/* musaMemoryTypeDevice */
 	MEM_RTAPI_UNLOADED,
 };

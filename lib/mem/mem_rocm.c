@@ -30,6 +30,12 @@ static struct mem_rtapi hip = {
 		.stream_synchronize	= "hipStreamSynchronize",
 		.pointer_get_attributes	= "hipPointerGetAttributes",
 		.get_error_string	= "hipGetErrorString",
+		.memcpy_async		= "hipMemcpyAsync",
+		.event_create		= "hipEventCreateWithFlags",
+		.event_record		= "hipEventRecord",
+		.event_query		= "hipEventQuery",
+		.event_synchronize	= "hipEventSynchronize",
+		.event_destroy		= "hipEventDestroy",
 		.device_get_attribute	= "hipDeviceGetAttribute",
 		.mem_get_handle_for_range = "hipMemGetHandleForAddressRange",
 	},
@@ -37,6 +43,8 @@ static struct mem_rtapi hip = {
 	.d2h = 2,		/* hipMemcpyDeviceToHost */
 	.d2d = 3,		/* hipMemcpyDeviceToDevice */
 	.cuda_errors = true,
+	.not_ready = 600,	/* hipErrorNotReady, numbered like CUDA's */
+	.event_disable_timing = 0x2,
 	/* Newer releases report host memory as success, device -1 or so. */
 	.device_type = -1,
 	.dmabuf_supported_attr = 93,	/* hipDeviceAttributeDmaBufSupported */

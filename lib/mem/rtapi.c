@@ -35,19 +35,33 @@ void mem_rtapi_load(struct mem_rtapi *rt)
 		/* Last: left out where memcpy is synchronous. */
 		{ n->stream_synchronize, (void **)&rt->stream_synchronize },
 	};
-	struct mem_sym opt[] = {
-		{ n->device_get_attribute, (void **)&rt->device_get_attribute },
-		{ n->mem_get_handle_for_range,
-		  (void **)&rt->mem_get_handle_for_range },
-	};
-	size_t nr_syms = sizeof(syms) / sizeof(syms[0]);
+	struct mem_sym opt[8];
+	size_t nr_syms = sizeof(syms) / sizeof(syms[0]), nr_opt = 0;
 	int err, count;
 
 	if (!n->stream_synchronize)
 		nr_syms--;
-	if (!mem_dlopen(rt->runtime, rt->libs, syms, nr_syms, opt,
-			n->mem_get_handle_for_range ?
-			sizeof(opt) / sizeof(opt[0]) : 0))
+	if (n->mem_get_handle_for_range) {
+		opt[nr_opt++] = (struct mem_sym){ n->device_get_attribute,
+						  (void **)&rt->device_get_attribute };
+		opt[nr_opt++] = (struct mem_sym){ n->mem_get_handle_for_range,
+						  (void **)&rt->mem_get_handle_for_range };
+	}
+	if (n->memcpy_async) {
+		opt[nr_opt++] = (struct mem_sym){ n->memcpy_async,
+						  (void **)&rt->memcpy_async };
+		opt[nr_opt++] = (struct mem_sym){ n->event_create,
+						  (void **)&rt->event_create };
+		opt[nr_opt++] = (struct mem_sym){ n->event_record,
+						  (void **)&rt->event_record };
+		opt[nr_opt++] = (struct mem_sym){ n->event_query,
+						  (void **)&rt->event_query };
+		opt[nr_opt++] = (struct mem_sym){ n->event_synchronize,
+						  (void **)&rt->event_synchronize };
+		opt[nr_opt++] = (struct mem_sym){ n->event_destroy,
+						  (void **)&rt->event_destroy };
+	}
+	if (!mem_dlopen(rt->runtime, rt->libs, syms, nr_syms, opt, nr_opt))
 		return;
 	err = rt->get_device_count(&count);
 	if (err) {
@@ -159,6 +173,67 @@ int mem_rtapi_copy(struct mem_rtapi *rt, int device, void *dst,
 	}
 	if (err)
 		ret = rtapi_errno(rt, what, err);
+	rtapi_leave(rt, saved);
+	return ret;
+}
+
+/*
+ * A copy queued on the default stream with an event behind it, as
+ * mem_rtapi_copy()'s but without waiting for it.
+ */
+int mem_rtapi_copy_start(struct mem_rtapi *rt, int device, void *dst,
+			 const void *src, size_t len, enum hmc_copy_kind kind,
+			 void **ev)
+{
+	const char *what = rt->names.event_create;
+	int saved, ret, err;
+	void *e;
+
+	if (!rt->memcpy_async || !rt->event_create || !rt->event_record ||
+	    !rt->event_query || !rt->event_synchronize || !rt->event_destroy)
+		return -EOPNOTSUPP;
+	ret = rtapi_enter(rt, device, &saved);
+	if (ret)
+		return ret;
+	err = rt->event_create(&e, rt->event_disable_timing);
+	if (err)
+		goto out;
+	what = rt->names.memcpy_async;
+	err = rt->memcpy_async(dst, src, len,
+			       kind == HMC_COPY_H2D ? rt->h2d : rt->d2h, NULL);
+	if (!err && !rt->event_record(e, NULL)) {
+		*ev = e;
+		goto out;
+	}
+	/* No copy, or no event behind it: let what was queued land now. */
+	if (!err && rt->stream_synchronize) {
+		what = rt->names.stream_synchronize;
+		err = rt->stream_synchronize(NULL);
+	}
+	rt->event_destroy(e);
+out:
+	if (err)
+		ret = rtapi_errno(rt, what, err);
+	rtapi_leave(rt, saved);
+	return ret;
+}
+
+int mem_rtapi_copy_done(struct mem_rtapi *rt, int device, void *ev, bool wait)
+{
+	int saved, ret, err;
+
+	ret = rtapi_enter(rt, device, &saved);
+	if (ret)
+		return ret;
+	err = wait ? rt->event_synchronize(ev) : rt->event_query(ev);
+	if (err == rt->not_ready && !wait) {
+		ret = -EINPROGRESS;
+	} else {
+		if (err)
+			ret = rtapi_errno(rt, wait ? rt->names.event_synchronize :
+					  rt->names.event_query, err);
+		rt->event_destroy(ev);
+	}
 	rtapi_leave(rt, saved);
 	return ret;
 }

@@ -43,6 +43,17 @@ struct mem_rtapi_names {
 	/* Optional (newer releases), for dma-buf export; NULL: none. */
 	const char *device_get_attribute;
 	const char *mem_get_handle_for_range;
+	/*
+	 * Optional, for copies that return at once (copy_start): MemcpyAsync,
+	 * EventCreateWithFlags, EventRecord, EventQuery, EventSynchronize,
+	 * EventDestroy; NULL: none.
+	 */
+	const char *memcpy_async;
+	const char *event_create;
+	const char *event_record;
+	const char *event_query;
+	const char *event_synchronize;
+	const char *event_destroy;
 };
 
 struct mem_rtapi {
@@ -59,6 +70,8 @@ struct mem_rtapi {
 	int device_type;
 	int dmabuf_supported_attr;		/* DeviceGetAttribute's */
 	int dmabuf_handle_type;			/* GetHandleForAddressRange's */
+	int not_ready;				/* EventQuery's "not yet" */
+	int event_disable_timing;		/* EventCreateWithFlags' flag */
 
 	/* Filled in on first use. */
 	pthread_once_t once;
@@ -76,6 +89,13 @@ struct mem_rtapi {
 	int (*device_get_attribute)(int *value, int attr, int device);
 	int (*mem_get_handle_for_range)(void *handle, void *dptr, size_t size,
 					int type, unsigned long long flags);
+	int (*memcpy_async)(void *dst, const void *src, size_t len, int dir,
+			    void *stream);
+	int (*event_create)(void **ev, unsigned int flags);
+	int (*event_record)(void *ev, void *stream);
+	int (*event_query)(void *ev);
+	int (*event_synchronize)(void *ev);
+	int (*event_destroy)(void *ev);
 };
 
 /* Initialiser of the fields filled in on first use. */
@@ -90,6 +110,10 @@ int mem_rtapi_copy(struct mem_rtapi *rt, int device, void *dst,
 int mem_rtapi_ptr_device(struct mem_rtapi *rt, const void *ptr);
 int mem_rtapi_export_dmabuf(struct mem_rtapi *rt, int device, void *ptr,
 			    size_t len, int *fd);
+int mem_rtapi_copy_start(struct mem_rtapi *rt, int device, void *dst,
+			 const void *src, size_t len, enum hmc_copy_kind kind,
+			 void **ev);
+int mem_rtapi_copy_done(struct mem_rtapi *rt, int device, void *ev, bool wait);
 
 /*
  * struct mem_backend @var, named @name, over @rt: mem_backend's calls
@@ -127,6 +151,17 @@ static int var##_export_dmabuf(int device, void *ptr, size_t len,	\
 {									\
 	return mem_rtapi_export_dmabuf(&(rt), device, ptr, len, fd);	\
 }									\
+static int var##_copy_start(int device, void *dst, const void *src,	\
+			    size_t len, enum hmc_copy_kind kind,	\
+			    void **ev)					\
+{									\
+	return mem_rtapi_copy_start(&(rt), device, dst, src, len, kind,	\
+				    ev);				\
+}									\
+static int var##_copy_done(int device, void *ev, bool wait)		\
+{									\
+	return mem_rtapi_copy_done(&(rt), device, ev, wait);		\
+}									\
 const struct mem_backend var = {					\
 	.name		= name_,					\
 	.device_count	= var##_device_count,				\
@@ -135,6 +170,8 @@ const struct mem_backend var = {					\
 	.copy		= var##_copy,					\
 	.ptr_device	= var##_ptr_device,				\
 	.export_dmabuf	= var##_export_dmabuf,				\
+	.copy_start	= var##_copy_start,				\
+	.copy_done	= var##_copy_done,				\
 }
 
 #endif

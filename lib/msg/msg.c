@@ -1887,9 +1887,10 @@ static void got(struct hmc_msg_status *st, struct msg_peer *mp, uint64_t tag,
 
 /*
  * Receive an eager message that is here, unexpected or in a ring, if no
- * earlier receive could take it: 1 if one came, 0 if not, or an error.
- * Records in the way go to the unexpected queue, as a round would put
- * them.
+ * earlier receive could take it: 1 if one came, 0 if not yet, -EAGAIN if
+ * the ordinary path must take it (a receive posted before, a rendezvous,
+ * a message too large), or another error. Records in the way go to the
+ * unexpected queue, as a round would put them.
  */
 static int recv_now(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 		    void *data, size_t cap, enum hmc_mem_type type,
@@ -1902,15 +1903,19 @@ static int recv_now(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 	int rc = 0;
 
 	pthread_mutex_lock(&m->lock);
-	if (!list_empty(&m->posted))
+	if (!list_empty(&m->posted)) {
+		rc = -EAGAIN;
 		goto out;
+	}
 	for (n = m->unexpected.next; n != &m->unexpected; n = n->next) {
 		struct msg_in *in = container_of(n, struct msg_in, node);
 
 		if (!matches(&want, in->rank, in->tag))
 			continue;
-		if (in->rts || in->size > cap)
-			goto out;	/* ordinary: a rendezvous, or -EMSGSIZE */
+		if (in->rts || in->size > cap) {
+			rc = -EAGAIN;	/* a rendezvous, or -EMSGSIZE */
+			goto out;
+		}
 		rc = host_copy(type, data, in->data, in->size, true);
 		got(st, in->mp, in->tag, in->size);
 		in_free(in);
@@ -1934,14 +1939,12 @@ static int recv_now(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 				break;
 			}
 			if (matches(&want, mp->peer->rank, rec->tag))
-				rc = -EAGAIN;	/* ordinary, as above */
+				rc = -EAGAIN;	/* as above */
 			else
 				break;
 		}
-		if (rc == -EAGAIN) {
-			rc = 0;
+		if (rc == -EAGAIN)
 			break;
-		}
 		if (!rc && rec) {
 			/*
 			 * Queue what is in the way; the next call looks at the
@@ -1966,7 +1969,8 @@ out:
  * request, driving the engine now and then for the rest. Past the first
  * microseconds, each of those turns also yields the CPU: on a host with
  * more runnable threads than CPUs the sender may be waiting for ours,
- * while a sender on a CPU of its own answers before that.
+ * while a sender on a CPU of its own answers before that. 1 if the
+ * message came, 0 if the ordinary path is to take it, or an error.
  */
 #define MSG_POLL_EVERY	16	/* recv_now()s per engine poll and clock read */
 #define MSG_YIELD_NS	(2 * 1000)	/* polling alone, before yielding */
@@ -1981,6 +1985,8 @@ static int recv_spin(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 
 	for (i = 1;; i++) {
 		rc = recv_now(c, rank, tag, data, cap, type, st);
+		if (rc == -EAGAIN)
+			return 0;
 		if (rc)
 			return rc;
 		if (i % MSG_POLL_EVERY)

@@ -276,20 +276,77 @@ void mock_sync(int device)
 	access_end();
 }
 
+struct mock_event {
+	int device;
+	bool recorded;
+	int queries;
+};
+static int events_live, events_created;
+
+struct mock_event *mock_event_create(int device)
+{
+	struct mock_event *ev = calloc(1, sizeof(*ev));
+
+	if (!ev)
+		return NULL;
+	ev->device = device;
+	__atomic_add_fetch(&events_live, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&events_created, 1, __ATOMIC_RELAXED);
+	return ev;
+}
+
+void mock_event_record(struct mock_event *ev)
+{
+	ev->recorded = true;
+}
+
+bool mock_event_query(struct mock_event *ev)
+{
+	if (!ev->recorded) {
+		mock_violation("query of an event never recorded");
+		return false;
+	}
+	if (!ev->queries++)
+		return false;
+	mock_sync(ev->device);
+	return true;
+}
+
+void mock_event_synchronize(struct mock_event *ev)
+{
+	if (!ev->recorded)
+		mock_violation("wait for an event never recorded");
+	mock_sync(ev->device);
+}
+
+void mock_event_destroy(struct mock_event *ev)
+{
+	__atomic_sub_fetch(&events_live, 1, __ATOMIC_RELAXED);
+	free(ev);
+}
+
+/* For tests of copies on a stream: how many events the library made. */
+MOCK_EXPORT int mock_events_created(void)
+{
+	return __atomic_load_n(&events_created, __ATOMIC_RELAXED);
+}
+
 int mock_dev_report(char *msg, size_t len)
 {
-	int i, live = 0, ret;
+	int i, live = 0, ret, events;
 
 	pthread_mutex_lock(&mock.lock);
 	for (i = 0; i < MOCK_MAX_ALLOCS; i++)
 		live += !!mock.allocs[i].base;
+	events = __atomic_load_n(&events_live, __ATOMIC_RELAXED);
 	if (mock.violations)
 		snprintf(msg, len, "%d violations, first: %s", mock.violations,
 			 mock.first);
-	else if (live || mock.nr_pending)
-		snprintf(msg, len, "%d allocations live, %d copies unsynced",
-			 live, mock.nr_pending);
-	ret = mock.violations + live + mock.nr_pending;
+	else if (live || mock.nr_pending || events)
+		snprintf(msg, len,
+			 "%d allocations live, %d copies unsynced, %d events never destroyed",
+			 live, mock.nr_pending, events);
+	ret = mock.violations + live + mock.nr_pending + events;
 	pthread_mutex_unlock(&mock.lock);
 	return ret;
 }

@@ -58,6 +58,20 @@ void mock_memcpy(void *dst, const void *src, size_t len);
 void mock_copy_later(int device, void *dst, const void *src, size_t len);
 void mock_sync(int device);
 
+/*
+ * Events of the CUDA-like runtimes, on the default stream (the only one
+ * mocked): the first query of one says "not ready", the next lands its
+ * device's copies, as synchronising on it does. Events never destroyed
+ * are leaks (mock_dev_report()); mock_events_created() counts them all.
+ */
+struct mock_event;
+struct mock_event *mock_event_create(int device);
+void mock_event_record(struct mock_event *ev);
+/* Whether its copies have landed; false (a violation) if never recorded. */
+bool mock_event_query(struct mock_event *ev);
+void mock_event_synchronize(struct mock_event *ev);
+void mock_event_destroy(struct mock_event *ev);
+
 __attribute__((format(printf, 1, 2)))
 void mock_violation(const char *fmt, ...);
 

@@ -87,6 +87,57 @@ MOCK_EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t len,
 	return hipSuccess;
 }
 
+/*
+ * Copies that return at once, on the default stream (the only one
+ * mocked): both directions land at the device's next synchronisation.
+ */
+MOCK_EXPORT hipError_t hipMemcpyAsync(void *dst, const void *src, size_t len,
+				     int kind, void *stream)
+{
+	static const struct mock_dirs dirs = {
+		hipMemcpyHostToDevice, hipMemcpyDeviceToHost,
+		hipMemcpyDeviceToDevice,
+	};
+
+	if (stream || kind == hipMemcpyDeviceToDevice ||
+	    !mock_copy_ok("hipMemcpyAsync", &dirs, kind, dst, src, len))
+		return hipErrorInvalidValue;
+	mock_copy_later(current, dst, src, len);
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipEventCreateWithFlags(struct mock_event **ev,
+					      unsigned int flags)
+{
+	*ev = mock_event_create(current);
+	return *ev ? hipSuccess : hipErrorOutOfMemory;
+}
+
+MOCK_EXPORT hipError_t hipEventRecord(struct mock_event *ev, void *stream)
+{
+	if (!ev || stream)
+		return hipErrorInvalidValue;
+	mock_event_record(ev);
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipEventQuery(struct mock_event *ev)
+{
+	return mock_event_query(ev) ? hipSuccess : 600;	/* ErrorNotReady */
+}
+
+MOCK_EXPORT hipError_t hipEventSynchronize(struct mock_event *ev)
+{
+	mock_event_synchronize(ev);
+	return hipSuccess;
+}
+
+MOCK_EXPORT hipError_t hipEventDestroy(struct mock_event *ev)
+{
+	mock_event_destroy(ev);
+	return hipSuccess;
+}
+
 MOCK_EXPORT hipError_t hipStreamSynchronize(void *stream)
 {
 	if (stream)

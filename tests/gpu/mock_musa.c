@@ -89,6 +89,57 @@ MOCK_EXPORT musaError_t musaMemcpy(void *dst, const void *src, size_t len,
 	return musaSuccess;
 }
 
+/*
+ * Copies that return at once, on the default stream (the only one
+ * mocked): both directions land at the device's next synchronisation.
+ */
+MOCK_EXPORT musaError_t musaMemcpyAsync(void *dst, const void *src, size_t len,
+				     int kind, void *stream)
+{
+	static const struct mock_dirs dirs = {
+		musaMemcpyHostToDevice, musaMemcpyDeviceToHost,
+		musaMemcpyDeviceToDevice,
+	};
+
+	if (stream || kind == musaMemcpyDeviceToDevice ||
+	    !mock_copy_ok("musaMemcpyAsync", &dirs, kind, dst, src, len))
+		return musaErrorInvalidValue;
+	mock_copy_later(current, dst, src, len);
+	return musaSuccess;
+}
+
+MOCK_EXPORT musaError_t musaEventCreateWithFlags(struct mock_event **ev,
+					      unsigned int flags)
+{
+	*ev = mock_event_create(current);
+	return *ev ? musaSuccess : musaErrorMemoryAllocation;
+}
+
+MOCK_EXPORT musaError_t musaEventRecord(struct mock_event *ev, void *stream)
+{
+	if (!ev || stream)
+		return musaErrorInvalidValue;
+	mock_event_record(ev);
+	return musaSuccess;
+}
+
+MOCK_EXPORT musaError_t musaEventQuery(struct mock_event *ev)
+{
+	return mock_event_query(ev) ? musaSuccess : 600;	/* ErrorNotReady */
+}
+
+MOCK_EXPORT musaError_t musaEventSynchronize(struct mock_event *ev)
+{
+	mock_event_synchronize(ev);
+	return musaSuccess;
+}
+
+MOCK_EXPORT musaError_t musaEventDestroy(struct mock_event *ev)
+{
+	mock_event_destroy(ev);
+	return musaSuccess;
+}
+
 MOCK_EXPORT musaError_t musaStreamSynchronize(void *stream)
 {
 	if (stream)

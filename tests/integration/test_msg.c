@@ -28,13 +28,15 @@
  *     senders back) and then takes them with (any source, any tag): each
  *     source's come whole and in the order sent; then blocking
  *     ping-pongs of sizes that walk the rings' cells through many
- *     wrap-arounds, with rendezvous ones in between.
+ *     wrap-arounds, with rendezvous ones in between; then 9 MiB from and
+ *     to odd addresses (landed with streaming stores over shm).
  *   gpu (2 ranks): sources and destinations in GPU memory of -M's
  *     runtime (cuda, rocm, ascend, cnrt, musa; run with the mock runtimes
  *     of tests/gpu: HMC_GPU_MOCK=1 and LD_LIBRARY_PATH), exits 77 without
  *     such a device. Under a mock, the runtime must report no misuse nor
- *     leak afterwards, and with CUDA's the slots' copies must have gone
- *     on a stream (events), whose copies land only when an event says so.
+ *     leak afterwards, and with CUDA's, HIP's and MUSA's the slots' copies
+ *     must have gone on a stream (events), whose copies land only when an
+ *     event says so.
  *
  *   test_msg -c sizes|mesh|kill|kill-sender|ring|gpu [-t SECONDS] [-N NAME] [-G GIB]
  *            [-M cuda|rocm|ascend|cnrt|musa]
@@ -857,6 +859,38 @@ static int ring_pingpong(struct ctx *c)
 	return bad;
 }
 
+/*
+ * A message large enough that the receiver lands it with streaming
+ * stores, from and to odd addresses, between ranks 1 and 0.
+ */
+static int ring_big(struct ctx *c)
+{
+	const uint64_t len = 9 * MIB + 13, seed = seed_of(1, 0, 0xb19);
+	uint8_t *raw = malloc(len + 5 + GUARD), *b = raw + 5;
+	struct hmc_msg_status st;
+	int bad = 0, rc;
+
+	if (c->me == 1) {
+		big_fill(b, len, seed);
+		rc = hmc_comm_send(c->comm, 0, 0xb19, b, len, HMC_MEM_CPU,
+				   OP_TIMEOUT_MS);
+		bad += expect(rc, 0, "send 9 MiB");
+	} else if (c->me == 0) {
+		memset(b, 0, len);
+		data_fill(b, len, GUARD, 0xb1);
+		rc = hmc_comm_recv(c->comm, 1, 0xb19, b, len, HMC_MEM_CPU, &st,
+				   OP_TIMEOUT_MS);
+		bad += expect(rc, 0, "recv 9 MiB");
+		bad += status_is(&st, 1, 0xb19, len, 0, "9 MiB");
+		bad += !big_check(b, len, seed, "9 MiB at an odd address");
+		bad += !data_check(b, len, GUARD, 0xb1, len, "guard");
+	}
+	free(raw);
+	if (c->me < 2)
+		tap(!bad, "9 MiB + 13 bytes from and to odd addresses, every byte checked");
+	return bad;
+}
+
 static int case_ring(struct mesh *m, void *arg)
 {
 	struct ctx c;
@@ -867,6 +901,7 @@ static int case_ring(struct mesh *m, void *arg)
 	bad += ring_streams(&c);
 	bad += expect(hmc_comm_barrier(c.comm, OP_TIMEOUT_MS), 0, "barrier");
 	bad += ring_pingpong(&c);
+	bad += ring_big(&c);
 	teardown(&c, true);
 	return bad || itest_failures();
 }
@@ -975,7 +1010,8 @@ static int case_kill(struct mesh *m, void *arg)
 
 /*
  * Under a mock runtime (tests/gpu), what it says of libhmc's use of it:
- * no violation, nothing left behind; and for CUDA, copies on a stream.
+ * no violation, nothing left behind; and for the runtimes with events,
+ * copies on a stream.
  */
 static int mock_check(enum hmc_mem_type gpu)
 {
@@ -995,7 +1031,8 @@ static int mock_check(enum hmc_mem_type gpu)
 	bad = report(msg, sizeof(msg)) != 0;
 	tap(!bad, "the mock runtime saw no misuse and no leak%s%s",
 	    bad ? ": " : "", msg);
-	if (gpu == HMC_MEM_CUDA) {
+	/* The runtimes with events (CUDA, HIP, MUSA) */
+	if (gpu == HMC_MEM_CUDA || gpu == HMC_MEM_ROCM || gpu == HMC_MEM_MUSA) {
 		*(void **)&events = dlsym(h, "mock_events_created");
 		/* rank 0 stages GPU sources, rank 1 lands in GPU memory */
 		bad += !events || events() < 4;
