@@ -171,7 +171,22 @@ void pool_serve_stop(struct hmc_pool *p)
 /* A failure that is the owner's going away reads as that. */
 static int owner_err(struct hmc_pool *p, uint32_t rank, int ret)
 {
-	return pool_rank_check(p, rank) ?: ret;
+	int gone = pool_rank_check(p, rank);
+
+	if (gone || (ret != -EPIPE && ret != -ECONNRESET && ret != -ENOTCONN))
+		return gone ?: ret;
+	/*
+	 * Its connection broke under the exchange before the communicator's
+	 * progress saw it close (a send met the closed socket): it stays
+	 * broken, so the rank is gone from now on for every copy, and not
+	 * only for the exchanges (one through its mapped host segment would
+	 * still go on).
+	 */
+	pthread_mutex_lock(&p->lock);
+	if (p->ranks[rank].state == POOL_RANK_LIVE)
+		p->ranks[rank].state = POOL_RANK_GONE;
+	pthread_mutex_unlock(&p->lock);
+	return -ECONNRESET;
 }
 
 int pool_dev_write(struct hmc_pool *p, uint32_t rank, uint64_t off,
