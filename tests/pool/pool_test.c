@@ -497,64 +497,66 @@ static int rdev_read(struct hmc_pool *pool, enum rdev_read how, char *from,
 	}
 }
 
-#define MIXED_LEN	70001
-#define MIXED_ROUNDS	20
-
-/* The writing half of mixed(): the next rank's device segment, again and again. */
-static void *mixed_writer(void *arg)
-{
-	struct hmc_pool *pool = arg;
-	char *to = (char *)hmc_pool_ptr(pool, HMC_POOL_DEVICE, (me + 1) % n) +
-		   DOFF_SRC;
-	uint8_t *buf = malloc(MIXED_LEN);
-	int i;
-
-	for (i = 0; i < MIXED_ROUNDS; i++) {
-		pattern_fill(buf, MIXED_LEN, seed(81 + i, me, 0));
-		CHECK_RET(hmc_pool_copy(pool, to, buf, MIXED_LEN, HMC_POOL_H2G,
-					0), 0);
-	}
-	free(buf);
-	return NULL;
-}
+#define MIXED_ROUNDS	64
 
 /*
- * Two ranks serving each other while each asks the other: a thread
- * writes the next rank's device segment while we read the previous
- * rank's, so that writes' data and reads' data cross between the same
- * two ranks (with two ranks, the next is the previous) under ids each
- * counts on its own.
+ * Two ranks serving each other while each asks the other: pairs of ranks
+ * (0-1, 2-3; an odd one out only joins the barriers) read each other's
+ * device segment and write into it at once, so that the data of writes
+ * and the data of reads cross between the same two ranks under ids each
+ * counts on its own. Every rank has made as many requests before, and one
+ * of a pair reads first where the other writes first: the data of our
+ * read and of the partner's write carry the same id every time (with the
+ * two in separate threads, the ids met in 4 of 12 runs). Sizes sent
+ * eagerly and by rendezvous.
  */
 static void mixed(struct hmc_pool *pool)
 {
-	uint32_t prev = (me + n - 1) % n;
+	static const size_t sizes[] = { DEV_REGION, 70001 };
+	uint32_t partner = me ^ 1, i, round, k;
 	char *own = (char *)hmc_pool_ptr(pool, HMC_POOL_DEVICE, me);
-	char *from = (char *)hmc_pool_ptr(pool, HMC_POOL_DEVICE, prev) + DOFF;
-	uint8_t *buf = malloc(MIXED_LEN);
-	pthread_t writer;
-	int i;
+	char *theirs = partner < n ?
+		       (char *)hmc_pool_ptr(pool, HMC_POOL_DEVICE, partner) :
+		       NULL;
+	uint8_t *out = malloc(70001), *in = malloc(70001);
 
-	pattern_fill(buf, MIXED_LEN, seed(80, me, 0));
-	CHECK_RET(hmc_pool_copy(pool, own + DOFF, buf, MIXED_LEN, HMC_POOL_H2G,
-				0), 0);
-	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
-	CHECK(!pthread_create(&writer, NULL, mixed_writer, pool),
-	      "pthread_create");
-	for (i = 0; i < MIXED_ROUNDS; i++) {
-		memset(buf, 0, MIXED_LEN);
-		CHECK_RET(hmc_pool_copy(pool, buf, from, MIXED_LEN, HMC_POOL_G2H,
-					0), 0);
-		check_bytes(buf, MIXED_LEN, seed(80, prev, 0),
-			    "read while writes cross", prev, me);
+	for (i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+		size_t len = sizes[i];
+
+		pattern_fill(out, len, seed(80, me, i));
+		CHECK_RET(hmc_pool_copy(pool, own + DOFF, out, len,
+					HMC_POOL_H2G, 0), 0);
+		CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+		for (round = 0; theirs && round < MIXED_ROUNDS; round++) {
+			for (k = 0; k < 2; k++) {
+				if ((k ^ me) & 1) {
+					memset(in, 0, len);
+					CHECK_RET(hmc_pool_copy(pool, in,
+								theirs + DOFF,
+								len, HMC_POOL_G2H,
+								0), 0);
+					check_bytes(in, len, seed(80, partner, i),
+						    "read while writes cross",
+						    partner, me);
+					continue;
+				}
+				pattern_fill(out, len, seed(81 + round, me, i));
+				CHECK_RET(hmc_pool_copy(pool, theirs + DOFF_SRC,
+							out, len, HMC_POOL_H2G,
+							0), 0);
+			}
+		}
+		CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+		if (!theirs)
+			continue;
+		CHECK_RET(hmc_pool_copy(pool, in, own + DOFF_SRC, len,
+					HMC_POOL_G2H, 0), 0);
+		check_bytes(in, len, seed(81 + MIXED_ROUNDS - 1, partner, i),
+			    "written while reads cross", partner, me);
 	}
-	pthread_join(writer, NULL);
 	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
-	CHECK_RET(hmc_pool_copy(pool, buf, own + DOFF_SRC, MIXED_LEN,
-				HMC_POOL_G2H, 0), 0);
-	check_bytes(buf, MIXED_LEN, seed(81 + MIXED_ROUNDS - 1, prev, 0),
-		    "written while reads cross", prev, me);
-	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
-	free(buf);
+	free(out);
+	free(in);
 }
 
 /*
