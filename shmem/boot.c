@@ -125,6 +125,11 @@ int shm_boot_connect(int pe)
 	return hmc_world_connect(world, (uint32_t)pe, shm_boot_timeout_ms());
 }
 
+int shm_boot_barrier(void)
+{
+	return world ? hmc_world_barrier(world, shm_boot_timeout_ms()) : 0;
+}
+
 void shm_boot_fini(void)
 {
 	if (world && own_world)

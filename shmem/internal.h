@@ -135,6 +135,8 @@ struct hmc_comm *shm_boot_comm(void);
 /* Connect to @pe if the world connects lazily (0 if already). */
 int shm_boot_connect(int pe);
 int shm_boot_timeout_ms(void);
+/* Every PE has entered it (the world's, not over the communicator). */
+int shm_boot_barrier(void);
 
 /* seg.c: send @sig to every other mapped PE (global_exit's end of the job). */
 void shm_seg_signal_peers(int sig);

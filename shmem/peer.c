@@ -26,8 +26,8 @@
  * memfd would spare those copies for the heap, not for globals.
  *
  * Failures: the progress thread looks at every peer's connection every
- * POLL_MS; a peer gone for GRACE_MS without saying BYE (which
- * shmem_finalize sends after its last barrier) ends the job with one line,
+ * POLL_MS; a peer gone without saying BYE (which shmem_finalize sends
+ * after its last barrier, see shm_peer_fini()) ends the job with one line,
  * as does a request or answer that fails or does not come within
  * HMC_WORLD_TIMEOUT. Tags from SHMEMX_COMM_TAG_BASE up are ours on the
  * world's communicator (shmemx.h tells programs that share the world).
@@ -60,12 +60,6 @@
 #define IGET_MAX	(1024 * 1024)
 /* How often the progress thread looks at its peers' connections. */
 #define POLL_MS		50
-/*
- * How long a peer's connection may be down before it counts as failed
- * without BYE: its last requests (BYE among them) may still wait behind
- * other peers' to be matched and served.
- */
-#define GRACE_MS	1000
 
 enum req_kind {
 	RQ_PUT = 1,
@@ -107,7 +101,6 @@ static struct {
 	uint64_t *sent;
 	uint64_t *acked;
 	uint8_t *bye;		/* said BYE: its disconnect is no failure */
-	uint64_t *down_since;	/* progress thread's: when seen down, or 0 */
 } pr;
 
 /*
@@ -582,6 +575,7 @@ static void serve(uint32_t from, size_t got)
 		break;
 	case RQ_EXIT:
 		fflush(NULL);
+		answer(from, h->tag, &zero, sizeof(zero));
 		_exit(h->status);
 	default:
 		shm_fatal("progress", "PE %u sent a request of unknown kind %u",
@@ -597,22 +591,15 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void watch_peers(uint64_t now)
+static void watch_peers(void)
 {
 	int pe;
 
-	for (pe = 0; pe < shm.npes; pe++) {
-		if (pe == shm.me || __atomic_load_n(&pr.bye[pe], __ATOMIC_ACQUIRE) ||
-		    hmc_comm_is_connected(pr.comm, (uint32_t)pe)) {
-			pr.down_since[pe] = 0;
-			continue;
-		}
-		if (!pr.down_since[pe])
-			pr.down_since[pe] = now;
-		else if (now - pr.down_since[pe] >= GRACE_MS)
+	for (pe = 0; pe < shm.npes; pe++)
+		if (pe != shm.me && !__atomic_load_n(&pr.bye[pe], __ATOMIC_ACQUIRE) &&
+		    !hmc_comm_is_connected(pr.comm, (uint32_t)pe))
 			shm_fatal("progress", "PE %d is gone (it failed or ended without shmem_finalize); ending the job",
 				  pe);
-	}
 }
 
 static void *progress(void *arg)
@@ -625,8 +612,8 @@ static void *progress(void *arg)
 	while (!__atomic_load_n(&pr.stop, __ATOMIC_ACQUIRE)) {
 		/* Busy serving others, still notice a peer gone. */
 		if (now_ms() - watched >= POLL_MS) {
+			watch_peers();
 			watched = now_ms();
-			watch_peers(watched);
 		}
 		if (!r) {
 			err = hmc_comm_irecv(pr.comm, HMC_ANY_SOURCE, SHM_TAG_REQ,
@@ -667,8 +654,7 @@ int shm_peer_init(char *why, size_t why_len)
 	pr.sent = calloc((size_t)shm.npes, sizeof(*pr.sent));
 	pr.acked = calloc((size_t)shm.npes, sizeof(*pr.acked));
 	pr.bye = calloc((size_t)shm.npes, sizeof(*pr.bye));
-	pr.down_since = calloc((size_t)shm.npes, sizeof(*pr.down_since));
-	if (!pr.sent || !pr.acked || !pr.bye || !pr.down_since) {
+	if (!pr.sent || !pr.acked || !pr.bye) {
 		err = -ENOMEM;
 		goto err_free;
 	}
@@ -692,47 +678,88 @@ err_free:
 	free(pr.sent);
 	free(pr.acked);
 	free(pr.bye);
-	free(pr.down_since);
 	pr.remote = false;
 	return err;
 }
 
+/*
+ * Leaving takes three steps, so that no connection drops while a message
+ * on it may still matter (hmc_comm drops the records a peer that leaves
+ * put in a same-host ring and we have not taken yet): BYE to every peer,
+ * the last request we send; every peer's BYE served, so everything it sent
+ * us was; a world barrier, after which every PE has served every BYE.
+ */
 void shm_peer_fini(void)
 {
+	static const char call[] = "shmem_finalize";
 	struct req_hdr h = { .kind = RQ_BYE };
-	int pe;
+	uint64_t deadline;
+	int pe, err;
 
 	if (!pr.remote)
 		return;
-	/*
-	 * After the last barrier nobody needs us: a peer that left already
-	 * (after its own BYE) cannot be told, nor does it need to be.
-	 */
 	for (pe = 0; pe < shm.npes; pe++)
 		if (pe != shm.me)
-			(void)hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ,
-					    &h, sizeof(h), HMC_MEM_CPU,
-					    pr.timeout_ms);
+			send_req(call, pe, &h, sizeof(h));
+	deadline = now_ms() + (uint64_t)pr.timeout_ms;
+	for (pe = 0; pe < shm.npes; pe++) {
+		struct shm_backoff b = { 0 };
+
+		while (pe != shm.me &&
+		       !__atomic_load_n(&pr.bye[pe], __ATOMIC_ACQUIRE)) {
+			if (now_ms() > deadline)
+				lost(call, pe, -ETIMEDOUT);
+			shm_backoff(&b);
+		}
+	}
+	err = shm_boot_barrier();
+	if (err)
+		shm_fatal(call, "the last barrier failed: %s", strerror(-err));
 	__atomic_store_n(&pr.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(pr.thread, NULL);
 	free(pr.sent);
 	free(pr.acked);
 	free(pr.bye);
-	free(pr.down_since);
 	pr.remote = false;
 }
+
+/*
+ * Every peer answers EXIT before it exits: we wait (up to EXIT_WAIT_MS)
+ * for the answers, so that our own exit cannot drop the request before
+ * the peer took it (see shm_peer_fini()).
+ */
+#define EXIT_WAIT_MS	1000
 
 bool shm_peer_exit(int status)
 {
 	struct req_hdr h = { .kind = RQ_EXIT, .status = status };
+	struct hmc_msg_status st;
+	uint64_t dummy, deadline;
+	hmc_req_t *r;
 	int pe;
 
 	if (!pr.remote)
 		return false;
 	/* Best effort: a peer that is gone already needs no ending. */
-	for (pe = 0; pe < shm.npes; pe++)
-		if (pe != shm.me)
-			(void)hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ,
-					    &h, sizeof(h), HMC_MEM_CPU, 1000);
+	r = calloc((size_t)shm.npes, sizeof(*r));
+	deadline = now_ms() + EXIT_WAIT_MS;
+	for (pe = 0; r && pe < shm.npes; pe++) {
+		if (pe == shm.me)
+			continue;
+		h.tag = next_tag(SHM_TAG_ANSWER);
+		if (hmc_comm_irecv(pr.comm, (uint32_t)pe, h.tag, &dummy,
+				   sizeof(dummy), HMC_MEM_CPU, &st, &r[pe]))
+			r[pe] = 0;
+		else if (hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ, &h,
+				       sizeof(h), HMC_MEM_CPU, EXIT_WAIT_MS))
+			r[pe] = 0;
+	}
+	for (pe = 0; r && pe < shm.npes; pe++) {
+		uint64_t now = now_ms();
+
+		if (r[pe])
+			(void)hmc_comm_wait(pr.comm, r[pe],
+					    now < deadline ? (int)(deadline - now) : 0);
+	}
 	return true;
 }

@@ -363,12 +363,17 @@ static int relay_store(struct hmc_pool *p, const struct loc *dst, size_t pos,
 static int relay(struct hmc_pool *p, const struct loc *dst,
 		 const struct loc *src, size_t len)
 {
-	size_t pos, n;
+	/* Within one segment, onto a later part of its own range: from the end. */
+	bool back = dst->rank == src->rank && dst->served == src->served &&
+		    dst->buf_off > src->buf_off &&
+		    dst->buf_off - src->buf_off < len;
+	size_t done, pos, n;
 	int ret = 0;
 
 	pthread_mutex_lock(&p->stage_lock);
-	for (pos = 0; pos < len && !ret; pos += n) {
-		n = min_t(size_t, len - pos, POOL_STAGE_SIZE);
+	for (done = 0; done < len && !ret; done += n) {
+		n = min_t(size_t, len - done, POOL_STAGE_SIZE);
+		pos = back ? len - done - n : done;
 		ret = relay_fetch(p, src, pos, n);
 		if (!ret)
 			ret = relay_store(p, dst, pos, n);

@@ -31,13 +31,21 @@
 #include "pool/pool.h"
 #include "sys/log.h"
 
-/* Message tags: "POO", the kind, then the requester's id of the copy. */
+/*
+ * Message tags: "POO", the kind, then the requester's id of the copy.
+ * Two ranks may serve each other while each also asks the other, with
+ * ids counted apart: so each direction has kinds of its own, and what a
+ * rank's service receives (requests, the data of writes, under the
+ * asker's ids) never matches what its askers wait for (replies, the data
+ * of reads, under their own ids).
+ */
 #define POOL_TAG_MAGIC		0x504f4fULL
 #define POOL_TAG(kind, id)	(POOL_TAG_MAGIC << 40 | (uint64_t)(kind) << 32 | \
 				 (uint32_t)(id))
 #define POOL_TAG_REQ		POOL_TAG(1, 0)
-#define POOL_KIND_REPLY		2
-#define POOL_KIND_DATA		3
+#define POOL_KIND_REPLY		2	/* owner to asker */
+#define POOL_KIND_WRITE		3	/* asker to owner: a write's data */
+#define POOL_KIND_READ		4	/* owner to asker: a read's data */
 /* How often an idle service looks at its stop flag. */
 #define POOL_SERVE_POLL_MS	100
 
@@ -72,7 +80,6 @@ static void serve_one(struct hmc_pool *p, uint32_t rank,
 		      const struct pool_dev_req *req)
 {
 	uint64_t size = p->ranks[p->rank].dev_size;
-	uint64_t data_tag = POOL_TAG(POOL_KIND_DATA, req->id);
 	char *at = NULL;
 	int status = 0, ret;
 
@@ -87,7 +94,8 @@ static void serve_one(struct hmc_pool *p, uint32_t rank,
 		 * The data is on its way whatever we say: take it, or refuse
 		 * it with a zero-length receive (-EMSGSIZE on both sides).
 		 */
-		ret = hmc_comm_recv(p->comm, rank, data_tag, at,
+		ret = hmc_comm_recv(p->comm, rank,
+				    POOL_TAG(POOL_KIND_WRITE, req->id), at,
 				    status ? 0 : req->len,
 				    status ? HMC_MEM_CPU : p->dev_type, NULL,
 				    p->timeout_ms);
@@ -97,8 +105,9 @@ static void serve_one(struct hmc_pool *p, uint32_t rank,
 	} else {
 		ret = reply(p, rank, req->id, status);
 		if (!ret && !status)
-			ret = hmc_comm_send(p->comm, rank, data_tag, at,
-					    req->len, p->dev_type,
+			ret = hmc_comm_send(p->comm, rank,
+					    POOL_TAG(POOL_KIND_READ, req->id),
+					    at, req->len, p->dev_type,
 					    p->timeout_ms);
 	}
 	if (ret || status)
@@ -178,7 +187,7 @@ int pool_dev_write(struct hmc_pool *p, uint32_t rank, uint64_t off,
 			    HMC_MEM_CPU, p->timeout_ms);
 	if (ret)
 		return owner_err(p, rank, ret);
-	sent = hmc_comm_send(p->comm, rank, POOL_TAG(POOL_KIND_DATA, id), src,
+	sent = hmc_comm_send(p->comm, rank, POOL_TAG(POOL_KIND_WRITE, id), src,
 			     len, (enum hmc_mem_type)src_type, p->timeout_ms);
 	/* The owner's word says why it refused, so wait for it either way. */
 	ret = hmc_comm_recv(p->comm, rank, POOL_TAG(POOL_KIND_REPLY, id), &r,
@@ -209,7 +218,7 @@ int pool_dev_read(struct hmc_pool *p, uint32_t rank, uint64_t off, void *dst,
 		return owner_err(p, rank, ret);
 	if (r.status)
 		return r.status;
-	ret = hmc_comm_recv(p->comm, rank, POOL_TAG(POOL_KIND_DATA, id), dst,
+	ret = hmc_comm_recv(p->comm, rank, POOL_TAG(POOL_KIND_READ, id), dst,
 			    len, (enum hmc_mem_type)dst_type, &st,
 			    p->timeout_ms);
 	if (ret)

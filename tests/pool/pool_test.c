@@ -225,6 +225,29 @@ static void host_kinds(struct hmc_pool *pool)
 }
 
 /*
+ * G2G within one segment of the next rank onto an overlapping range, both
+ * ways, longer than the relay's window: the bytes must come out as
+ * memmove() leaves them.
+ */
+static void overlap(struct hmc_pool *pool, char *at, const char *what)
+{
+	const size_t len = 1500000, shift = 4099;
+	uint8_t *buf = malloc(len);
+
+	pattern_fill(buf, len, seed(70, me, 0));
+	CHECK_RET(hmc_pool_copy(pool, at, buf, len, HMC_POOL_H2G, 0), 0);
+	CHECK_RET(hmc_pool_copy(pool, at + shift, at, len, HMC_POOL_G2G, 0), 0);
+	memset(buf, 0, len);
+	CHECK_RET(hmc_pool_copy(pool, buf, at + shift, len, HMC_POOL_G2H, 0), 0);
+	check_bytes(buf, len, seed(70, me, 0), what, me, (me + 1) % n);
+	CHECK_RET(hmc_pool_copy(pool, at, at + shift, len, HMC_POOL_G2G, 0), 0);
+	memset(buf, 0, len);
+	CHECK_RET(hmc_pool_copy(pool, buf, at, len, HMC_POOL_G2H, 0), 0);
+	check_bytes(buf, len, seed(70, me, 0), what, me, (me + 1) % n);
+	free(buf);
+}
+
+/*
  * Sizes around the staging window's chunks (56 KiB) and the window (18 of
  * them), to the next rank's host segment from host memory and back: each
  * rank is written by the previous one only.
@@ -259,6 +282,8 @@ static void stage_sizes(struct hmc_pool *pool)
 			    "staged sizes, written", prev, me);
 		CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
 	}
+	overlap(pool, to, "overlapping G2G in a host segment");
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
 	free(out);
 	free(in);
 	printf("ok - rank %u: staged copies around the window's chunks\n", me);
@@ -472,6 +497,66 @@ static int rdev_read(struct hmc_pool *pool, enum rdev_read how, char *from,
 	}
 }
 
+#define MIXED_LEN	70001
+#define MIXED_ROUNDS	20
+
+/* The writing half of mixed(): the next rank's device segment, again and again. */
+static void *mixed_writer(void *arg)
+{
+	struct hmc_pool *pool = arg;
+	char *to = (char *)hmc_pool_ptr(pool, HMC_POOL_DEVICE, (me + 1) % n) +
+		   DOFF_SRC;
+	uint8_t *buf = malloc(MIXED_LEN);
+	int i;
+
+	for (i = 0; i < MIXED_ROUNDS; i++) {
+		pattern_fill(buf, MIXED_LEN, seed(81 + i, me, 0));
+		CHECK_RET(hmc_pool_copy(pool, to, buf, MIXED_LEN, HMC_POOL_H2G,
+					0), 0);
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Two ranks serving each other while each asks the other: a thread
+ * writes the next rank's device segment while we read the previous
+ * rank's, so that writes' data and reads' data cross between the same
+ * two ranks (with two ranks, the next is the previous) under ids each
+ * counts on its own.
+ */
+static void mixed(struct hmc_pool *pool)
+{
+	uint32_t prev = (me + n - 1) % n;
+	char *own = (char *)hmc_pool_ptr(pool, HMC_POOL_DEVICE, me);
+	char *from = (char *)hmc_pool_ptr(pool, HMC_POOL_DEVICE, prev) + DOFF;
+	uint8_t *buf = malloc(MIXED_LEN);
+	pthread_t writer;
+	int i;
+
+	pattern_fill(buf, MIXED_LEN, seed(80, me, 0));
+	CHECK_RET(hmc_pool_copy(pool, own + DOFF, buf, MIXED_LEN, HMC_POOL_H2G,
+				0), 0);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	CHECK(!pthread_create(&writer, NULL, mixed_writer, pool),
+	      "pthread_create");
+	for (i = 0; i < MIXED_ROUNDS; i++) {
+		memset(buf, 0, MIXED_LEN);
+		CHECK_RET(hmc_pool_copy(pool, buf, from, MIXED_LEN, HMC_POOL_G2H,
+					0), 0);
+		check_bytes(buf, MIXED_LEN, seed(80, prev, 0),
+			    "read while writes cross", prev, me);
+	}
+	pthread_join(writer, NULL);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_copy(pool, buf, own + DOFF_SRC, MIXED_LEN,
+				HMC_POOL_G2H, 0), 0);
+	check_bytes(buf, MIXED_LEN, seed(81 + MIXED_ROUNDS - 1, prev, 0),
+		    "written while reads cross", prev, me);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	free(buf);
+}
+
 /*
  * Every kind that can touch another rank's device segment, at sizes
  * around every boundary: in round k each rank places its bytes in its own
@@ -559,6 +644,10 @@ static void remote_device(struct hmc_pool *pool)
 			}
 		}
 	}
+
+	overlap(pool, next_dev + DOFF, "overlapping G2G in a device segment");
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	mixed(pool);
 
 	/* Host-segment kinds name no device segment; ranges stay inside. */
 	CHECK_RET(hmc_pool_copy(pool, next_dev, dev, 16, HMC_POOL_L2GH, 0),

@@ -152,6 +152,19 @@ for t in "$O"/tests/shmem/test_*; do
 		fi
 	done
 done
+# A world that connects its members on demand (as above 64 ranks): the
+# remote PEs connect at shmem_init.
+for t in test_rma test_coll; do
+	if ! out=$(HMC_WORLD_LAZY=1 HMC_SHMEM_MAP=0 "$OSHRUN" -np 3 --timeout 120 \
+		   "$O/tests/shmem/$t" 2>&1) || [ "$out" != "${t#test_}: 3 PEs ok" ]; then
+		echo "FAIL $t with 3 remote PEs in a lazy world:"
+		echo "$out" | tail -20
+		fail=1
+	else
+		echo "ok   $t with 3 remote PEs in a lazy world (HMC_WORLD_LAZY=1)"
+	fi
+done
+
 # PEs on two hosts: network namespaces joined by a veth pair (needs root).
 "$(dirname "$0")/netns.sh" "$O" || fail=1
 [ "$fail" = 0 ]

@@ -93,7 +93,8 @@ def main():
         assert np.array_equal(got, data(2, me, 0))
         assert lib.hmc_mem_free(int(mem_type), 0, d) == 0
         # The next rank's device segment, through its owner, and ours,
-        # written by the previous rank.
+        # written by the previous rank once it is done with it above.
+        pool.barrier()
         pool.copy(pool.ptr(hp.DEVICE, nxt) + 11, data(3, me, nxt),
                   kind=hp.CopyKind.H2G)
         pool.barrier()
