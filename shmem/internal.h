@@ -118,6 +118,8 @@ struct shm_state {
 	unsigned char **peer_data[SHM_MAX_DATA_SEGS];
 	uint64_t slots_used;	/* team slot bitmap */
 	unsigned int spin_limit; /* polls a waiter spins before yielding */
+	unsigned int yield_limit; /* then polls it yields before sleeping */
+	long sleep_ns;		/* then how long it sleeps between polls */
 };
 
 extern struct shm_state shm;
@@ -260,9 +262,18 @@ void shm_set_group(const char *call, int start, int log_stride, int size,
 void shm_group_barrier(const struct shm_group *g);
 void shm_team_barrier(shmem_team_t team);
 
+/*
+ * peer.c: a count of the requests the progress thread applied to our
+ * memory, and a wait until it passes @seen (or @timeout_ns pass), so that
+ * a PE waiting for what remote peers write sleeps until they write.
+ */
+uint32_t shm_peer_applied(void);
+void shm_peer_wait_applied(uint32_t seen, long timeout_ns);
+
 /* p2p.c: polling that leaves the CPU to others once it has spun a while. */
 struct shm_backoff {
 	unsigned int spins;
+	uint32_t applied;	/* shm_peer_applied() before the last poll */
 };
 void shm_backoff_init(void);
 void shm_backoff(struct shm_backoff *b);
