@@ -195,6 +195,17 @@ void shm_put(const char *call, int pe, void *dest, const void *src,
 	     size_t len);
 void shm_get(const char *call, int pe, void *dest, const void *src,
 	     size_t len);
+/*
+ * shm_get() of each of @n: the requests to remote PEs all go out before
+ * the first answer is awaited, so that their round trips overlap.
+ */
+struct shm_get_req {
+	int pe;
+	void *dest;
+	const void *src;
+	size_t len;
+};
+void shm_get_all(const char *call, const struct shm_get_req *v, size_t n);
 /* @n elements of @size bytes, @dst and @sst elements apart at each end. */
 void shm_iput(const char *call, int pe, void *dest, const void *src,
 	      size_t dst, size_t sst, size_t n, size_t size);
@@ -206,6 +217,13 @@ uint64_t shm_amo(const char *call, int pe, void *addr, unsigned int size,
 /* The CPU atomic both paths apply to the memory at @p: the old value. */
 uint64_t shm_amo_apply(void *p, unsigned int size, enum shm_amo_op op,
 		       uint64_t val, uint64_t cond);
+/*
+ * Count one arrival into @pe's copy of the synchronisation word @counter,
+ * which @pe waits for and takes back down itself (barriers): an atomic
+ * add that quiet need not wait for, since nothing but its target's wait
+ * depends on when it lands, and requests to one PE land in order.
+ */
+void shm_arrive(const char *call, int pe, uint64_t *counter);
 /* Every put and AMO issued so far is applied at its target. */
 void shm_quiet(void);
 

@@ -191,27 +191,26 @@ static void send_req(const char *call, int pe, const struct req_hdr *h,
  * unexpected queue, a copy of a few bytes.
  */
 static void answer_of(const char *call, int pe, uint64_t tag, void *out,
-		      size_t len, struct hmc_msg_status *st)
+		      size_t len)
 {
+	struct hmc_msg_status st = { 0 };
 	int err = hmc_comm_recv(pr.comm, (uint32_t)pe, tag, out, len,
-				HMC_MEM_CPU, st, pr.timeout_ms);
+				HMC_MEM_CPU, &st, pr.timeout_ms);
 
 	if (err)
 		lost(call, pe, err);
+	if (st.len != len)
+		shm_fatal(call, "PE %d answered %llu bytes where %zu were due",
+			  pe, (unsigned long long)st.len, len);
 }
 
 /* Send @h and wait for its answer of exactly @len bytes into @out. */
 static void call_remote(const char *call, int pe, struct req_hdr *h,
 			void *out, size_t len)
 {
-	struct hmc_msg_status st = { 0 };
-
 	h->tag = next_tag(SHM_TAG_ANSWER);
 	send_req(call, pe, h, sizeof(*h));
-	answer_of(call, pe, h->tag, out, len, &st);
-	if (st.len != len)
-		shm_fatal(call, "PE %d answered %llu bytes where %zu were due",
-			  pe, (unsigned long long)st.len, len);
+	answer_of(call, pe, h->tag, out, len);
 }
 
 static uint8_t locate(const char *call, const void *addr, uint64_t *off)
@@ -282,6 +281,38 @@ void shm_get(const char *call, int pe, void *dest, const void *src,
 	}
 	h.seg = locate(call, src, &h.off);
 	call_remote(call, pe, &h, dest, len);
+}
+
+void shm_get_all(const char *call, const struct shm_get_req *v, size_t n)
+{
+	uint64_t *tag = calloc(n ? n : 1, sizeof(*tag));
+	size_t i;
+
+	if (!tag)
+		shm_fatal(call, "out of memory");
+	for (i = 0; i < n; i++) {
+		struct req_hdr h = { .kind = RQ_GET, .len = v[i].len };
+
+		/*
+		 * An answer above the eager limit waits for its receive, and
+		 * the peer's progress thread with it: while we waited for
+		 * another peer's, that peer's thread could be waiting on a
+		 * third PE doing the same. Those go one at a time below.
+		 */
+		if (!v[i].len || v[i].len > HMC_MSG_EAGER_MAX ||
+		    shm_peer_addr(v[i].src, v[i].pe))
+			continue;
+		h.seg = locate(call, v[i].src, &h.off);
+		h.tag = tag[i] = next_tag(SHM_TAG_ANSWER);
+		send_req(call, v[i].pe, &h, sizeof(h));
+	}
+	for (i = 0; i < n; i++) {
+		if (tag[i])
+			answer_of(call, v[i].pe, tag[i], v[i].dest, v[i].len);
+		else
+			shm_get(call, v[i].pe, v[i].dest, v[i].src, v[i].len);
+	}
+	free(tag);
 }
 
 /*
@@ -403,6 +434,21 @@ uint64_t shm_amo(const char *call, int pe, void *addr, unsigned int size,
 	return old;
 }
 
+void shm_arrive(const char *call, int pe, uint64_t *counter)
+{
+	struct req_hdr h = { .kind = RQ_AMO, .amo = SHM_AMO_ADD, .size = 8,
+			     .len = 8, .val = 1 };
+	uint64_t *p = shm_peer_addr(counter, pe);
+
+	if (p) {
+		__atomic_fetch_add(p, 1, __ATOMIC_SEQ_CST);
+		return;
+	}
+	h.seg = locate(call, counter, &h.off);
+	/* Not counted in pr.sent: the next barrier's quiet skips it. */
+	send_req(call, pe, &h, sizeof(h));
+}
+
 void shm_quiet(void)
 {
 	struct req_hdr h = { .kind = RQ_QUIET };
@@ -430,8 +476,7 @@ void shm_quiet(void)
 		if (!tag[pe])
 			continue;
 		/* The answers carry nothing; @dummy takes them all. */
-		answer_of("shmem_quiet", pe, tag[pe], &dummy, sizeof(dummy),
-			  NULL);
+		answer_of("shmem_quiet", pe, tag[pe], &dummy, sizeof(dummy));
 		seen = __atomic_load_n(&pr.acked[pe], __ATOMIC_RELAXED);
 		while (seen < upto[pe] &&
 		       !__atomic_compare_exchange_n(&pr.acked[pe], &seen,
