@@ -25,6 +25,12 @@
  * its slots); one-sided puts and gets into a ConnBuffer backed by the heap
  * memfd would spare those copies for the heap, not for globals.
  *
+ * Waiting: the progress thread and every requester wait in blocking
+ * receives, which sleep until a frame wakes the communicator; a PE
+ * waiting on its own memory for remote peers' writes sleeps on the count
+ * of requests the thread applied (shm_peer_wait_applied()), woken by the
+ * thread after each write.
+ *
  * Failures: the progress thread looks at every peer's connection every
  * POLL_MS; a peer gone without saying BYE (which shmem_finalize sends
  * after its last barrier, see shm_peer_fini()) ends the job with one line,
@@ -110,9 +116,9 @@ static struct {
 } pr;
 
 /*
- * The progress thread's receive buffer. Static: the receive it posted last
- * stays posted on the communicator after the thread stops (hmc_comm has no
- * cancel), and a world the program gave us outlives the library.
+ * The progress thread's receive buffer, one request at a time. Its
+ * blocking receives end (served, or given back at their deadline) before
+ * the thread does, so nothing the communicator holds points here after.
  */
 static struct req_msg rx;
 
