@@ -186,6 +186,11 @@ bool shm_peer_remote(void);
 /* End every other PE with @status (global_exit); false if none is remote. */
 bool shm_peer_exit(int status);
 /*
+ * Once a peer asked this PE to exit, failures that follow (peers going
+ * as asked) are no error of ours: exit with the status asked for.
+ */
+void shm_peer_exit_if_asked(void);
+/*
  * @dest, @src and the AMO's @addr are our own symmetric addresses, already
  * checked; the access goes to their copy on @pe. A put is complete locally
  * on return, remotely after shm_quiet(); a get and a fetching AMO when

@@ -113,6 +113,8 @@ static struct {
 	/* Requests applied to our memory, and the threads asleep on it. */
 	uint32_t applied;
 	int sleepers;
+	/* 1 + the status a peer's EXIT asked for; 0 while none did. */
+	int exit_asked;
 } pr;
 
 /*
@@ -527,6 +529,37 @@ static void applied_one(void)
 			NULL, NULL, 0);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Every peer answers EXIT before it exits: we wait (up to EXIT_WAIT_MS)
+ * for the answers, so that our own exit cannot drop the request before
+ * the peer took it (see shm_peer_fini()).
+ */
+#define EXIT_WAIT_MS	1000
+
+/*
+ * A PE told to exit stays until the PE that told it is gone, which
+ * happens once every PE has answered (or after EXIT_WAIT_MS): going at
+ * once, it could be seen gone by a PE not yet told, which would then end
+ * with a failure of its own instead of the status asked for.
+ */
+static __attribute__((noreturn)) void exit_when_asker_gone(uint32_t from,
+							   int status)
+{
+	uint64_t deadline = now_ms() + 2 * EXIT_WAIT_MS;
+
+	while (hmc_comm_is_connected(pr.comm, from) && now_ms() < deadline)
+		usleep(1000);
+	_exit(status);
+}
+
 static void answer(uint32_t to, uint64_t tag, const void *data, size_t len)
 {
 	/* A requester that is gone is the watch's to report. */
@@ -672,20 +705,14 @@ static void serve(uint32_t from, size_t got)
 		break;
 	case RQ_EXIT:
 		fflush(NULL);
+		__atomic_store_n(&pr.exit_asked, 1 + (h->status & 0xff),
+				 __ATOMIC_RELEASE);
 		answer(from, h->tag, &zero, sizeof(zero));
-		_exit(h->status);
+		exit_when_asker_gone(from, h->status);
 	default:
 		shm_fatal("progress", "PE %u sent a request of unknown kind %u",
 			  from, h->kind);
 	}
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void watch_peers(void)
@@ -817,12 +844,13 @@ void shm_peer_fini(void)
 	pr.remote = false;
 }
 
-/*
- * Every peer answers EXIT before it exits: we wait (up to EXIT_WAIT_MS)
- * for the answers, so that our own exit cannot drop the request before
- * the peer took it (see shm_peer_fini()).
- */
-#define EXIT_WAIT_MS	1000
+void shm_peer_exit_if_asked(void)
+{
+	int asked = __atomic_load_n(&pr.exit_asked, __ATOMIC_ACQUIRE);
+
+	if (asked)
+		_exit(asked - 1);
+}
 
 bool shm_peer_exit(int status)
 {
