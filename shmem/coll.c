@@ -29,6 +29,8 @@
 #include "internal.h"
 
 #define SMALL_REDUCE	16384
+/* Members whose data one shm_get_all() fetches at a time. */
+#define GET_WINDOW	16
 
 typedef void (*red_fn)(void *acc, const void *in, size_t n);
 
@@ -58,13 +60,18 @@ static void broadcast(const char *call, const struct shm_group *g,
 static void fcollect(const char *call, const struct shm_group *g,
 		     void *dest, const void *source, size_t len)
 {
-	int i;
+	struct shm_get_req v[GET_WINDOW];
+	int i, k;
 
 	shm_check_addr(call, source, len, shm.me);
 	shm_group_barrier(g);
-	for (i = 0; len && i < g->size; i++)
-		shm_get(call, gpe(g, i), (char *)dest + (size_t)i * len, source,
-			len);
+	for (i = 0; len && i < g->size; i += k) {
+		for (k = 0; k < GET_WINDOW && i + k < g->size; k++)
+			v[k] = (struct shm_get_req){
+				.pe = gpe(g, i + k), .src = source, .len = len,
+				.dest = (char *)dest + (size_t)(i + k) * len };
+		shm_get_all(call, v, (size_t)k);
+	}
 	shm_group_barrier(g);
 }
 
@@ -172,16 +179,39 @@ static void flat_reduce(const struct shm_group *g, void *dest,
 }
 
 /* Combine @cnt elements of @src's copy on @pe into @acc. */
-static void reduce_from(const char *call, int pe, void *acc, void *scratch,
-			const void *src, size_t cnt, size_t size, red_fn op)
+/*
+ * Reduce @cnt elements at @src of every member into @acc, in member order:
+ * @win members at a time, whose remote parts come into @scratch (a part
+ * per member of the window) with overlapping round trips.
+ */
+static void reduce_all(const char *call, const struct shm_group *g,
+		       unsigned char *acc, unsigned char *scratch, int win,
+		       const void *src, size_t cnt, size_t size, red_fn op)
 {
-	const void *p = at(src, pe);
+	struct shm_get_req v[GET_WINDOW];
+	size_t part = cnt * size, nv;
+	int i, k, m;
 
-	if (!p) {
-		shm_get(call, pe, scratch, src, cnt * size);
-		p = scratch;
+	for (i = 0; i < g->size; i += m) {
+		m = g->size - i < win ? g->size - i : win;
+		for (k = 0, nv = 0; k < m; k++)
+			if (!at(src, gpe(g, i + k)))
+				v[nv++] = (struct shm_get_req){
+					.pe = gpe(g, i + k), .src = src,
+					.len = part,
+					.dest = scratch + (size_t)k * part };
+		shm_get_all(call, v, nv);
+		for (k = 0; k < m; k++) {
+			const void *p = at(src, gpe(g, i + k));
+
+			if (!p)
+				p = scratch + (size_t)k * part;
+			if (i + k)
+				op(acc, p, cnt);
+			else
+				memcpy(acc, p, part);
+		}
 	}
-	op(acc, p, cnt);
 }
 
 static void reduce(const char *call, const struct shm_group *g, void *dest,
@@ -190,7 +220,7 @@ static void reduce(const char *call, const struct shm_group *g, void *dest,
 	size_t bytes = n * size, per, lo = 0, cnt = n;
 	unsigned char *tmp, *scratch = NULL;
 	bool small = bytes <= SMALL_REDUCE || g->size == 1;
-	int i;
+	int i, win;
 
 	if (!n)
 		return;
@@ -206,18 +236,20 @@ static void reduce(const char *call, const struct shm_group *g, void *dest,
 		lo = per * (size_t)g->me;
 		cnt = lo >= n ? 0 : (n - lo < per ? n - lo : per);
 	}
+	/*
+	 * Small parts overlap their gets; large ones (above hmc_comm's eager
+	 * limit, which SMALL_REDUCE stays below) are fetched one at a time
+	 * anyway (shm_get_all()), so they need one part of scratch.
+	 */
+	win = small ? (g->size < GET_WINDOW ? g->size : GET_WINDOW) : 1;
 	tmp = malloc(cnt ? cnt * size : 1);
-	if (!tmp || (!g->local && !(scratch = malloc(cnt ? cnt * size : 1))))
+	if (!tmp || (!g->local &&
+		     !(scratch = malloc(cnt ? cnt * size * (size_t)win : 1))))
 		shm_fatal(call, "out of memory for %zu bytes", cnt * size);
 	shm_group_barrier(g);
-	if (cnt) {
-		const char *src = (const char *)source + lo * size;
-
-		shm_get(call, gpe(g, 0), tmp, src, cnt * size);
-		for (i = 1; i < g->size; i++)
-			reduce_from(call, gpe(g, i), tmp, scratch, src, cnt,
-				    size, op);
-	}
+	if (cnt)
+		reduce_all(call, g, tmp, scratch, win,
+			   (const char *)source + lo * size, cnt, size, op);
 	/* dest may be source: nobody may read sources once we write. */
 	shm_group_barrier(g);
 	if (small) {

@@ -31,6 +31,7 @@ void shm_fatal(const char *call, const char *fmt, ...)
 	char msg[512];
 	va_list ap;
 
+	shm_peer_exit_if_asked();
 	/* One line: a second thread that fails too waits for the first's exit. */
 	if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
 		for (;;)

@@ -118,6 +118,8 @@ struct shm_state {
 	unsigned char **peer_data[SHM_MAX_DATA_SEGS];
 	uint64_t slots_used;	/* team slot bitmap */
 	unsigned int spin_limit; /* polls a waiter spins before yielding */
+	unsigned int yield_limit; /* then polls it yields before sleeping */
+	long sleep_ns;		/* then how long it sleeps between polls */
 };
 
 extern struct shm_state shm;
@@ -184,6 +186,11 @@ bool shm_peer_remote(void);
 /* End every other PE with @status (global_exit); false if none is remote. */
 bool shm_peer_exit(int status);
 /*
+ * Once a peer asked this PE to exit, failures that follow (peers going
+ * as asked) are no error of ours: exit with the status asked for.
+ */
+void shm_peer_exit_if_asked(void);
+/*
  * @dest, @src and the AMO's @addr are our own symmetric addresses, already
  * checked; the access goes to their copy on @pe. A put is complete locally
  * on return, remotely after shm_quiet(); a get and a fetching AMO when
@@ -193,6 +200,17 @@ void shm_put(const char *call, int pe, void *dest, const void *src,
 	     size_t len);
 void shm_get(const char *call, int pe, void *dest, const void *src,
 	     size_t len);
+/*
+ * shm_get() of each of @n: the requests to remote PEs all go out before
+ * the first answer is awaited, so that their round trips overlap.
+ */
+struct shm_get_req {
+	int pe;
+	void *dest;
+	const void *src;
+	size_t len;
+};
+void shm_get_all(const char *call, const struct shm_get_req *v, size_t n);
 /* @n elements of @size bytes, @dst and @sst elements apart at each end. */
 void shm_iput(const char *call, int pe, void *dest, const void *src,
 	      size_t dst, size_t sst, size_t n, size_t size);
@@ -204,6 +222,13 @@ uint64_t shm_amo(const char *call, int pe, void *addr, unsigned int size,
 /* The CPU atomic both paths apply to the memory at @p: the old value. */
 uint64_t shm_amo_apply(void *p, unsigned int size, enum shm_amo_op op,
 		       uint64_t val, uint64_t cond);
+/*
+ * Count one arrival into @pe's copy of the synchronisation word @counter,
+ * which @pe waits for and takes back down itself (barriers): an atomic
+ * add that quiet need not wait for, since nothing but its target's wait
+ * depends on when it lands, and requests to one PE land in order.
+ */
+void shm_arrive(const char *call, int pe, uint64_t *counter);
 /* Every put and AMO issued so far is applied at its target. */
 void shm_quiet(void);
 
@@ -260,9 +285,18 @@ void shm_set_group(const char *call, int start, int log_stride, int size,
 void shm_group_barrier(const struct shm_group *g);
 void shm_team_barrier(shmem_team_t team);
 
+/*
+ * peer.c: a count of the requests the progress thread applied to our
+ * memory, and a wait until it passes @seen (or @timeout_ns pass), so that
+ * a PE waiting for what remote peers write sleeps until they write.
+ */
+uint32_t shm_peer_applied(void);
+void shm_peer_wait_applied(uint32_t seen, long timeout_ns);
+
 /* p2p.c: polling that leaves the CPU to others once it has spun a while. */
 struct shm_backoff {
 	unsigned int spins;
+	uint32_t applied;	/* shm_peer_applied() before the last poll */
 };
 void shm_backoff_init(void);
 void shm_backoff(struct shm_backoff *b);

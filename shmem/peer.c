@@ -25,6 +25,12 @@
  * its slots); one-sided puts and gets into a ConnBuffer backed by the heap
  * memfd would spare those copies for the heap, not for globals.
  *
+ * Waiting: the progress thread and every requester wait in blocking
+ * receives, which sleep until a frame wakes the communicator; a PE
+ * waiting on its own memory for remote peers' writes sleeps on the count
+ * of requests the thread applied (shm_peer_wait_applied()), woken by the
+ * thread after each write.
+ *
  * Failures: the progress thread looks at every peer's connection every
  * POLL_MS; a peer gone without saying BYE (which shmem_finalize sends
  * after its last barrier, see shm_peer_fini()) ends the job with one line,
@@ -33,10 +39,13 @@
  * world's communicator (shmemx.h tells programs that share the world).
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,12 +110,17 @@ static struct {
 	uint64_t *sent;
 	uint64_t *acked;
 	uint8_t *bye;		/* said BYE: its disconnect is no failure */
+	/* Requests applied to our memory, and the threads asleep on it. */
+	uint32_t applied;
+	int sleepers;
+	/* 1 + the status a peer's EXIT asked for; 0 while none did. */
+	int exit_asked;
 } pr;
 
 /*
- * The progress thread's receive buffer. Static: the receive it posted last
- * stays posted on the communicator after the thread stops (hmc_comm has no
- * cancel), and a world the program gave us outlives the library.
+ * The progress thread's receive buffer, one request at a time. Its
+ * blocking receives end (served, or given back at their deadline) before
+ * the thread does, so nothing the communicator holds points here after.
  */
 static struct req_msg rx;
 
@@ -176,26 +190,35 @@ static void send_req(const char *call, int pe, const struct req_hdr *h,
 		lost(call, pe, err);
 }
 
-/* Send @h and wait for its answer of exactly @len bytes into @out. */
-static void call_remote(const char *call, int pe, struct req_hdr *h,
-			void *out, size_t len)
+/*
+ * Wait for the answer of tag @tag from @pe. A blocking receive, not a
+ * request waited for: hmc_comm_wait() spins 50 us first and looks at the
+ * sockets only now and then while it does, where a small blocking receive
+ * sleeps until the answer's frame wakes the communicator. The answer may
+ * come before the receive is posted; it then waits in hmc_comm's
+ * unexpected queue, a copy of a few bytes.
+ */
+static void answer_of(const char *call, int pe, uint64_t tag, void *out,
+		      size_t len)
 {
 	struct hmc_msg_status st = { 0 };
-	hmc_req_t r;
-	int err;
+	int err = hmc_comm_recv(pr.comm, (uint32_t)pe, tag, out, len,
+				HMC_MEM_CPU, &st, pr.timeout_ms);
 
-	h->tag = next_tag(SHM_TAG_ANSWER);
-	err = hmc_comm_irecv(pr.comm, (uint32_t)pe, h->tag, out, len,
-			     HMC_MEM_CPU, &st, &r);
-	if (err)
-		lost(call, pe, err);
-	send_req(call, pe, h, sizeof(*h));
-	err = hmc_comm_wait(pr.comm, r, pr.timeout_ms);
 	if (err)
 		lost(call, pe, err);
 	if (st.len != len)
 		shm_fatal(call, "PE %d answered %llu bytes where %zu were due",
 			  pe, (unsigned long long)st.len, len);
+}
+
+/* Send @h and wait for its answer of exactly @len bytes into @out. */
+static void call_remote(const char *call, int pe, struct req_hdr *h,
+			void *out, size_t len)
+{
+	h->tag = next_tag(SHM_TAG_ANSWER);
+	send_req(call, pe, h, sizeof(*h));
+	answer_of(call, pe, h->tag, out, len);
 }
 
 static uint8_t locate(const char *call, const void *addr, uint64_t *off)
@@ -266,6 +289,38 @@ void shm_get(const char *call, int pe, void *dest, const void *src,
 	}
 	h.seg = locate(call, src, &h.off);
 	call_remote(call, pe, &h, dest, len);
+}
+
+void shm_get_all(const char *call, const struct shm_get_req *v, size_t n)
+{
+	uint64_t *tag = calloc(n ? n : 1, sizeof(*tag));
+	size_t i;
+
+	if (!tag)
+		shm_fatal(call, "out of memory");
+	for (i = 0; i < n; i++) {
+		struct req_hdr h = { .kind = RQ_GET, .len = v[i].len };
+
+		/*
+		 * An answer above the eager limit waits for its receive, and
+		 * the peer's progress thread with it: while we waited for
+		 * another peer's, that peer's thread could be waiting on a
+		 * third PE doing the same. Those go one at a time below.
+		 */
+		if (!v[i].len || v[i].len > HMC_MSG_EAGER_MAX ||
+		    shm_peer_addr(v[i].src, v[i].pe))
+			continue;
+		h.seg = locate(call, v[i].src, &h.off);
+		h.tag = tag[i] = next_tag(SHM_TAG_ANSWER);
+		send_req(call, v[i].pe, &h, sizeof(h));
+	}
+	for (i = 0; i < n; i++) {
+		if (tag[i])
+			answer_of(call, v[i].pe, tag[i], v[i].dest, v[i].len);
+		else
+			shm_get(call, v[i].pe, v[i].dest, v[i].src, v[i].len);
+	}
+	free(tag);
 }
 
 /*
@@ -387,41 +442,49 @@ uint64_t shm_amo(const char *call, int pe, void *addr, unsigned int size,
 	return old;
 }
 
+void shm_arrive(const char *call, int pe, uint64_t *counter)
+{
+	struct req_hdr h = { .kind = RQ_AMO, .amo = SHM_AMO_ADD, .size = 8,
+			     .len = 8, .val = 1 };
+	uint64_t *p = shm_peer_addr(counter, pe);
+
+	if (p) {
+		__atomic_fetch_add(p, 1, __ATOMIC_SEQ_CST);
+		return;
+	}
+	h.seg = locate(call, counter, &h.off);
+	/* Not counted in pr.sent: the next barrier's quiet skips it. */
+	send_req(call, pe, &h, sizeof(h));
+}
+
 void shm_quiet(void)
 {
-	struct hmc_msg_status st;
 	struct req_hdr h = { .kind = RQ_QUIET };
-	uint64_t *upto, dummy;
-	hmc_req_t *r;
-	int pe, err;
+	uint64_t *upto, *tag, dummy;
+	int pe;
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!pr.remote)
 		return;
-	r = calloc((size_t)shm.npes, sizeof(*r));
 	upto = calloc((size_t)shm.npes, sizeof(*upto));
-	if (!r || !upto)
+	tag = calloc((size_t)shm.npes, sizeof(*tag));
+	if (!upto || !tag)
 		shm_fatal("shmem_quiet", "out of memory");
+	/* Every QUIET out first, so that the peers serve them together. */
 	for (pe = 0; pe < shm.npes; pe++) {
 		upto[pe] = __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) >= upto[pe])
 			continue;
-		/* The answers carry nothing; @dummy takes them all. */
-		h.tag = next_tag(SHM_TAG_ANSWER);
-		err = hmc_comm_irecv(pr.comm, (uint32_t)pe, h.tag, &dummy,
-				     sizeof(dummy), HMC_MEM_CPU, &st, &r[pe]);
-		if (err)
-			lost("shmem_quiet", pe, err);
+		h.tag = tag[pe] = next_tag(SHM_TAG_ANSWER);
 		send_req("shmem_quiet", pe, &h, sizeof(h));
 	}
 	for (pe = 0; pe < shm.npes; pe++) {
 		uint64_t seen;
 
-		if (!r[pe])
+		if (!tag[pe])
 			continue;
-		err = hmc_comm_wait(pr.comm, r[pe], pr.timeout_ms);
-		if (err)
-			lost("shmem_quiet", pe, err);
+		/* The answers carry nothing; @dummy takes them all. */
+		answer_of("shmem_quiet", pe, tag[pe], &dummy, sizeof(dummy));
 		seen = __atomic_load_n(&pr.acked[pe], __ATOMIC_RELAXED);
 		while (seen < upto[pe] &&
 		       !__atomic_compare_exchange_n(&pr.acked[pe], &seen,
@@ -431,12 +494,72 @@ void shm_quiet(void)
 			;
 	}
 	free(upto);
-	free(r);
+	free(tag);
 }
 
 /* ----------------------------------------------------------------------
  * The target's side.
  */
+uint32_t shm_peer_applied(void)
+{
+	return __atomic_load_n(&pr.applied, __ATOMIC_SEQ_CST);
+}
+
+void shm_peer_wait_applied(uint32_t seen, long timeout_ns)
+{
+	struct timespec ts = { timeout_ns / 1000000000, timeout_ns % 1000000000 };
+
+	/* The kernel sleeps only while the count is still @seen. */
+	__atomic_add_fetch(&pr.sleepers, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &pr.applied, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+	__atomic_sub_fetch(&pr.sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * After a request that wrote our memory: a waiter that read the count
+ * before the write either sees the new count or sleeps already and is
+ * woken (both sides' accesses are sequentially consistent, so one sees
+ * the other's).
+ */
+static void applied_one(void)
+{
+	__atomic_add_fetch(&pr.applied, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pr.sleepers, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &pr.applied, FUTEX_WAKE_PRIVATE, INT_MAX,
+			NULL, NULL, 0);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Every peer answers EXIT before it exits: we wait (up to EXIT_WAIT_MS)
+ * for the answers, so that our own exit cannot drop the request before
+ * the peer took it (see shm_peer_fini()).
+ */
+#define EXIT_WAIT_MS	1000
+
+/*
+ * A PE told to exit stays until the PE that told it is gone, which
+ * happens once every PE has answered (or after EXIT_WAIT_MS): going at
+ * once, it could be seen gone by a PE not yet told, which would then end
+ * with a failure of its own instead of the status asked for.
+ */
+static __attribute__((noreturn)) void exit_when_asker_gone(uint32_t from,
+							   int status)
+{
+	uint64_t deadline = now_ms() + 2 * EXIT_WAIT_MS;
+
+	while (hmc_comm_is_connected(pr.comm, from) && now_ms() < deadline)
+		usleep(1000);
+	_exit(status);
+}
+
 static void answer(uint32_t to, uint64_t tag, const void *data, size_t len)
 {
 	/* A requester that is gone is the watch's to report. */
@@ -498,6 +621,7 @@ static uint64_t strided_span(uint32_t from, const struct req_hdr *h)
 	return (h->val - 1) * h->cond + h->len;
 }
 
+/* Apply one request; every write to our memory counts (applied_one()). */
 static void serve(uint32_t from, size_t got)
 {
 	const struct req_hdr *h = &rx.h;
@@ -518,6 +642,7 @@ static void serve(uint32_t from, size_t got)
 					  from, got - sizeof(*h),
 					  (unsigned long long)h->len);
 			copy_in(p, rx.data, h->len);
+			applied_one();
 			break;
 		}
 		if (got != sizeof(*h))
@@ -527,6 +652,7 @@ static void serve(uint32_t from, size_t got)
 				    HMC_MEM_CPU, NULL, pr.timeout_ms);
 		if (err)
 			lost("progress", (int)from, err);
+		applied_one();
 		break;
 	case RQ_GET:
 		answer(from, h->tag, target(from, h, h->len), h->len);
@@ -541,6 +667,7 @@ static void serve(uint32_t from, size_t got)
 		for (i = 0; i < h->val; i++)
 			copy_in((unsigned char *)p + i * h->cond,
 				rx.data + i * h->len, h->len);
+		applied_one();
 		break;
 	case RQ_IGET:
 		if (!h->len || h->val > IGET_MAX / h->len)
@@ -564,6 +691,8 @@ static void serve(uint32_t from, size_t got)
 				  from);
 		old = shm_amo_apply(target(from, h, h->size), h->size,
 				    (enum shm_amo_op)h->amo, h->val, h->cond);
+		/* Our waiters first: the requester has its answer waiting. */
+		applied_one();
 		if (h->tag)
 			answer(from, h->tag, &old, sizeof(old));
 		break;
@@ -572,23 +701,18 @@ static void serve(uint32_t from, size_t got)
 		break;
 	case RQ_BYE:
 		__atomic_store_n(&pr.bye[from], 1, __ATOMIC_RELEASE);
+		applied_one();
 		break;
 	case RQ_EXIT:
 		fflush(NULL);
+		__atomic_store_n(&pr.exit_asked, 1 + (h->status & 0xff),
+				 __ATOMIC_RELEASE);
 		answer(from, h->tag, &zero, sizeof(zero));
-		_exit(h->status);
+		exit_when_asker_gone(from, h->status);
 	default:
 		shm_fatal("progress", "PE %u sent a request of unknown kind %u",
 			  from, h->kind);
 	}
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void watch_peers(void)
@@ -602,11 +726,16 @@ static void watch_peers(void)
 				  pe);
 }
 
+/*
+ * A blocking receive with a deadline: it sleeps until a request's frame
+ * wakes the communicator (hmc_comm_wait() on a posted receive would spin
+ * 50 us first, on CPUs the PEs need), and gives the receive back at the
+ * deadline, after which the peers are watched.
+ */
 static void *progress(void *arg)
 {
 	struct hmc_msg_status st;
 	uint64_t watched = now_ms();
-	hmc_req_t r = 0;
 	int err;
 
 	while (!__atomic_load_n(&pr.stop, __ATOMIC_ACQUIRE)) {
@@ -615,18 +744,10 @@ static void *progress(void *arg)
 			watch_peers();
 			watched = now_ms();
 		}
-		if (!r) {
-			err = hmc_comm_irecv(pr.comm, HMC_ANY_SOURCE, SHM_TAG_REQ,
-					     &rx, sizeof(rx), HMC_MEM_CPU, &st,
-					     &r);
-			if (err)
-				shm_fatal("progress", "cannot receive requests: %s",
-					  strerror(-err));
-		}
-		err = hmc_comm_wait(pr.comm, r, POLL_MS);
+		err = hmc_comm_recv(pr.comm, HMC_ANY_SOURCE, SHM_TAG_REQ, &rx,
+				    sizeof(rx), HMC_MEM_CPU, &st, POLL_MS);
 		if (err == -ETIMEDOUT)
 			continue;
-		r = 0;
 		if (err)
 			shm_fatal("progress", "receiving a request failed: %s",
 				  strerror(-err));
@@ -723,12 +844,13 @@ void shm_peer_fini(void)
 	pr.remote = false;
 }
 
-/*
- * Every peer answers EXIT before it exits: we wait (up to EXIT_WAIT_MS)
- * for the answers, so that our own exit cannot drop the request before
- * the peer took it (see shm_peer_fini()).
- */
-#define EXIT_WAIT_MS	1000
+void shm_peer_exit_if_asked(void)
+{
+	int asked = __atomic_load_n(&pr.exit_asked, __ATOMIC_ACQUIRE);
+
+	if (asked)
+		_exit(asked - 1);
+}
 
 bool shm_peer_exit(int status)
 {

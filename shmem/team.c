@@ -149,9 +149,8 @@ static void flat_barrier(const struct shm_group *g)
 
 	for (i = 0; i < g->size; i++)
 		if (i != g->me)
-			shm_amo("shmem_barrier", g->start + i * g->stride,
-				&g->sync[SHM_SYNC_FLAG + g->me], 8, SHM_AMO_ADD,
-				1, 0, false);
+			shm_arrive("shmem_barrier", g->start + i * g->stride,
+				   &g->sync[SHM_SYNC_FLAG + g->me]);
 	for (i = 0; i < g->size; i++) {
 		uint64_t *flag = &g->sync[SHM_SYNC_FLAG + i];
 		struct shm_backoff b = { 0 };
@@ -178,8 +177,7 @@ void shm_group_barrier(const struct shm_group *g)
 		int to = g->start + ((g->me + dist) % g->size) * g->stride;
 		struct shm_backoff b = { 0 };
 
-		shm_amo("shmem_barrier", to, &g->sync[k], 8, SHM_AMO_ADD, 1, 0,
-			false);
+		shm_arrive("shmem_barrier", to, &g->sync[k]);
 		while (!__atomic_load_n(&g->sync[k], __ATOMIC_ACQUIRE))
 			shm_backoff(&b);
 		__atomic_fetch_sub(&g->sync[k], 1, __ATOMIC_ACQ_REL);

@@ -208,6 +208,7 @@ int engine_wait(struct engine *e, engine_cond_fn cond, void *arg,
 {
 	int64_t spin_until = spin_ns ? now_ns() + spin_ns : 0;
 	unsigned int spins = 0;
+	bool drove = false;
 	struct timespec ts;
 	int64_t now, until;
 	bool done;
@@ -216,14 +217,23 @@ int engine_wait(struct engine *e, engine_cond_fn cond, void *arg,
 		pthread_mutex_lock(e->state_lock);
 		done = cond(e->arg, arg);
 		pthread_mutex_unlock(e->state_lock);
-		if (done)
-			return 0;
-		now = now_ns();
-		if (now >= deadline)
-			return -ETIMEDOUT;
+		now = done ? 0 : now_ns();
+		if (done || now >= deadline) {
+			/*
+			 * We drove progress and leave: a waiter that found the
+			 * lock taken sleeps on the condition; wake it to take
+			 * over, or nobody reads its sockets until the thread
+			 * unparks (PARK_NS) or its slice ends.
+			 */
+			if (drove)
+				engine_broadcast(e);
+			return done ? 0 : -ETIMEDOUT;
+		}
+		drove = false;
 
 		__atomic_store_n(&e->last_caller_ns, now, __ATOMIC_RELAXED);
 		if (!pthread_mutex_trylock(&e->lock)) {
+			drove = true;
 			if (now < spin_until && ++spins % SPIN_POLL_EVERY) {
 				if (e->ops->poll(e->arg))
 					engine_broadcast(e);
@@ -245,6 +255,7 @@ int engine_wait(struct engine *e, engine_cond_fn cond, void *arg,
 		 */
 		if (__atomic_load_n(&e->thread_active, __ATOMIC_SEQ_CST)) {
 			engine_lock(e);
+			drove = true;
 			engine_once(e, 0);
 			pthread_mutex_unlock(&e->lock);
 			continue;
@@ -256,8 +267,17 @@ int engine_wait(struct engine *e, engine_cond_fn cond, void *arg,
 		ts.tv_nsec = until % 1000000000;
 		pthread_mutex_lock(e->state_lock);
 		__atomic_add_fetch(&e->waiters, 1, __ATOMIC_SEQ_CST);
-		if (!cond(e->arg, arg))
-			pthread_cond_timedwait(&e->cond, e->state_lock, &ts);
+		/*
+		 * Counted, look at the lock once more: a holder that released
+		 * it since our trylock either sees us counted (and wakes us
+		 * when it leaves) or we see the lock free and drive ourselves.
+		 */
+		if (!cond(e->arg, arg)) {
+			if (pthread_mutex_trylock(&e->lock))
+				pthread_cond_timedwait(&e->cond, e->state_lock, &ts);
+			else
+				pthread_mutex_unlock(&e->lock);
+		}
 		__atomic_sub_fetch(&e->waiters, 1, __ATOMIC_SEQ_CST);
 		pthread_mutex_unlock(e->state_lock);
 	}

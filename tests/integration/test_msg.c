@@ -891,6 +891,59 @@ static int ring_big(struct ctx *c)
 	return bad;
 }
 
+/*
+ * A sender's last messages, still in the receiver's ring when the sender
+ * goes without a goodbye: each is delivered whole and in order, as what
+ * arrived on the socket before a failure is.
+ */
+#define LAST_TAG	0x1a57
+#define LAST_N		32
+#define LAST_MAX	1400
+
+static uint64_t last_len(int k)
+{
+	return 1 + (uint64_t)k * 997 % LAST_MAX;
+}
+
+static int ring_last_words(struct ctx *c)
+{
+	uint8_t b[LAST_MAX];
+	struct hmc_msg_status st;
+	int64_t deadline;
+	int bad = 0, k;
+
+	if (c->me == 1) {
+		for (k = 0; k < LAST_N; k++) {
+			big_fill(b, last_len(k), seed_of(1, 0, LAST_TAG + k));
+			bad += expect(hmc_comm_send(c->comm, 0, LAST_TAG, b,
+						    last_len(k), HMC_MEM_CPU,
+						    OP_TIMEOUT_MS),
+				      0, "last words: send");
+		}
+	} else if (c->me == 0) {
+		deadline = itest_now_ms() + OP_TIMEOUT_MS;
+		while (hmc_comm_is_connected(c->comm, 1) &&
+		       itest_now_ms() < deadline)
+			itest_sleep_ms(1);
+		for (k = 0; k < LAST_N; k++) {
+			memset(b, 0, sizeof(b));
+			bad += expect(hmc_comm_recv(c->comm, 1, LAST_TAG, b,
+						    sizeof(b), HMC_MEM_CPU, &st,
+						    OP_TIMEOUT_MS),
+				      0, "last words: receive after the sender went");
+			bad += status_is(&st, 1, LAST_TAG, last_len(k), 0,
+					 "last words");
+			if (!big_check(b, last_len(k),
+				       seed_of(1, 0, LAST_TAG + k), "last words"))
+				bad++;
+		}
+		tap(!bad, "rank 1's %d last messages, sent before it went, all delivered",
+		    LAST_N);
+	}
+	teardown(c, false);
+	return bad;
+}
+
 static int case_ring(struct mesh *m, void *arg)
 {
 	struct ctx c;
@@ -902,7 +955,8 @@ static int case_ring(struct mesh *m, void *arg)
 	bad += expect(hmc_comm_barrier(c.comm, OP_TIMEOUT_MS), 0, "barrier");
 	bad += ring_pingpong(&c);
 	bad += ring_big(&c);
-	teardown(&c, true);
+	bad += expect(hmc_comm_barrier(c.comm, OP_TIMEOUT_MS), 0, "barrier");
+	bad += ring_last_words(&c);
 	return bad || itest_failures();
 }
 
