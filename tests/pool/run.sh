@@ -46,8 +46,12 @@ case_run() {
 
 # churn N [ARGS...]: N ranks started by hand (hmcrun would stop all at the
 # first death); the last leaves (and joins again), the one before is killed.
+# The store's port lies below the kernel's ephemeral ports (32768 and up):
+# one that an outgoing connection holds fails every rank's bind, and each
+# then takes the store for another process's and dials it until the
+# deadline.
 churn() {
-	local n=$1 port=$((20000 + RANDOM % 20000)) r rc=0 pids=()
+	local n=$1 port=$((20000 + RANDOM % 12000)) r rc=0 pids=()
 
 	shift
 	for ((r = 0; r < n; r++)); do
