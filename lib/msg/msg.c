@@ -224,6 +224,7 @@ struct msg {
 	uint64_t ring_off;
 	uint32_t nr_rings;
 	unsigned int nr_rx_on;	/* atomic: rings being read */
+	unsigned int nr_cpus;	/* ours to run on */
 	uint32_t *awake;	/* our awake word (ring.h) */
 	struct msg_peer *ring_owner[MSG_RINGS_MAX];
 	uint16_t ring_gen[MSG_RINGS_MAX];
@@ -232,6 +233,16 @@ struct msg {
 static inline struct msg *msg_of(struct hmc_comm *c)
 {
 	return c->ext_ctx;
+}
+
+/* The CPUs this process may run on (1 if it cannot tell). */
+static unsigned int cpus_of_ours(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return (unsigned int)CPU_COUNT(&set);
 }
 
 /* ------------------------------------------------------------- slots */
@@ -1504,6 +1515,7 @@ int msg_init(struct hmc_comm *c, uint32_t slot_size, uint64_t region)
 		return -ENOMEM;
 	m->c = c;
 	m->slot_size = slot_size;
+	m->nr_cpus = cpus_of_ours();
 	m->nr_send = (uint32_t)nr / 2;
 	m->nr_recv = (uint32_t)nr - m->nr_send;
 	m->region_off = size - nr * slot_size;
@@ -2026,11 +2038,13 @@ out:
 
 /*
  * A blocking receive while rings are read: poll for a while without a
- * request, driving the engine now and then for the rest. Past the first
- * microseconds, each of those turns also yields the CPU: on a host with
- * more runnable threads than CPUs the sender may be waiting for ours,
- * while a sender on a CPU of its own answers before that. 1 if the
- * message came, 0 if the ordinary path is to take it, or an error.
+ * request, driving the engine now and then for the rest. Where the ranks
+ * whose rings we read and we outnumber our CPUs, each of those turns past
+ * the first microseconds also yields the CPU, as the sender may be waiting
+ * for ours; where they fit, a sender on a CPU of its own answers soon, and
+ * yielding would hand our CPU to unrelated tasks (Open MPI's shared-memory
+ * path spins too). 1 if the message came, 0 if the ordinary path is to
+ * take it, or an error.
  */
 #define MSG_POLL_EVERY	16	/* recv_now()s per engine poll and clock read */
 #define MSG_YIELD_NS	(2 * 1000)	/* polling alone, before yielding */
@@ -2039,6 +2053,9 @@ static int recv_spin(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 		     void *data, size_t cap, enum hmc_mem_type type,
 		     struct hmc_msg_status *st)
 {
+	struct msg *m = msg_of(c);
+	bool crowded = __atomic_load_n(&m->nr_rx_on, __ATOMIC_RELAXED) + 1 >
+		       m->nr_cpus;
 	int64_t start = 0, now;
 	unsigned int i;
 	int rc;
@@ -2060,7 +2077,7 @@ static int recv_spin(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 			engine_poll(&c->engine);
 			engine_unlock_quiet(&c->engine);
 		}
-		if (now - start > MSG_YIELD_NS)
+		if (crowded && now - start > MSG_YIELD_NS)
 			sched_yield();
 	}
 }
