@@ -272,7 +272,8 @@ int engine_wait(struct engine *e, engine_cond_fn cond, void *arg,
 		 * it since our trylock either sees us counted (and wakes us
 		 * when it leaves) or we see the lock free and drive ourselves.
 		 */
-		if (!cond(e->arg, arg)) {
+		done = cond(e->arg, arg);
+		if (!done) {
 			if (pthread_mutex_trylock(&e->lock))
 				pthread_cond_timedwait(&e->cond, e->state_lock, &ts);
 			else
@@ -280,6 +281,13 @@ int engine_wait(struct engine *e, engine_cond_fn cond, void *arg,
 		}
 		__atomic_sub_fetch(&e->waiters, 1, __ATOMIC_SEQ_CST);
 		pthread_mutex_unlock(e->state_lock);
+		/*
+		 * Held: return now. A condition may take what it waited for
+		 * (hmc_comm_recv_tag() pops the tag); evaluating it again
+		 * would lose that and wait for the next one.
+		 */
+		if (done)
+			return 0;
 	}
 }
 

@@ -104,7 +104,8 @@ void engine_broadcast(struct engine *e);
 
 /*
  * A condition a caller waits for, evaluated under the state lock; @owner is
- * the engine's @arg.
+ * the engine's @arg. engine_wait() evaluates it until it first holds and
+ * never after, so a condition may take what it waits for (a queued tag).
  */
 typedef bool (*engine_cond_fn)(void *owner, void *arg);
 /*

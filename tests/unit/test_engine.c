@@ -224,6 +224,53 @@ START_TEST(test_wait)
 }
 END_TEST
 
+/*
+ * A condition that takes a token, as hmc_comm_recv_tag() takes a tag. The
+ * token arrives between its first and second look (another caller's
+ * progress delivering it while this one decides to sleep).
+ */
+struct take {
+	struct owner *o;
+	int looks, tokens, taken;
+};
+
+static bool take_token(void *owner, void *arg)
+{
+	struct take *t = arg;
+
+	ck_assert_ptr_eq(owner, t->o);
+	if (++t->looks == 2)
+		t->tokens++;
+	if (!t->tokens)
+		return false;
+	t->tokens--;
+	t->taken++;
+	return true;
+}
+
+/*
+ * A condition that held is not looked at again: the second look, made
+ * before sleeping while another caller holds the lock, took the token, and
+ * a third would find none and wait for one that never comes.
+ */
+START_TEST(test_wait_takes_once)
+{
+	struct take t = { 0 };
+	struct owner o;
+
+	owner_init(&o);
+	t.o = &o;
+	engine_lock(&o.e);	/* "another caller" drives progress */
+	ck_assert_int_eq(engine_wait(&o.e, take_token, &t,
+				     deadline_after_ms(2000), 0), 0);
+	engine_unlock(&o.e);
+	ck_assert_int_eq(t.looks, 2);
+	ck_assert_int_eq(t.taken, 1);
+	ck_assert_int_eq(t.tokens, 0);
+	owner_fini(&o);
+}
+END_TEST
+
 /* With no caller about, the thread handles the events. */
 START_TEST(test_thread)
 {
@@ -262,6 +309,7 @@ int main(void)
 	tcase_add_test(tc, test_rewatch);
 	tcase_add_test(tc, test_timer);
 	tcase_add_test(tc, test_wait);
+	tcase_add_test(tc, test_wait_takes_once);
 	tcase_add_test(tc, test_thread);
 	return run_tcase("engine", tc);
 }
