@@ -88,6 +88,18 @@ for t in ${NETNS_TESTS:-"$O"/tests/shmem/test_*}; do
 	done
 done
 
+# fail_pes N WHAT: say WHAT failed, with each of the N PEs' status and output.
+fail_pes() {
+	local i
+
+	echo "FAIL $2:"
+	for ((i = 0; i < $1; i++)); do
+		echo "  PE $i: status $(cat "$tmp/rc.$i")"
+		sed 's/^/    /' "$tmp/out.$i"
+	done
+	fail=1
+}
+
 # A PE killed mid-run (the last; the others wait in a barrier): every other
 # PE, on either host, ends with status 1, not a hang. Those that notice
 # first say so in one line naming PE 3 and end the rest, which then need
@@ -107,12 +119,7 @@ lines=$(cat "$tmp"/out.0 "$tmp"/out.1 "$tmp"/out.2)
 if [ $ok = 1 ]; then
 	echo "ok   a PE killed mid-run across 2 network namespaces ends every PE (status 1, lines name it)"
 else
-	echo "FAIL a PE killed mid-run across 2 network namespaces:"
-	for i in 0 1 2 3; do
-		echo "  PE $i: status $(cat "$tmp/rc.$i")"
-		sed 's/^/    /' "$tmp/out.$i"
-	done
-	fail=1
+	fail_pes 4 "a PE killed mid-run across 2 network namespaces"
 fi
 
 # global_exit(3) on one host ends the PEs of both with status 3.
@@ -121,11 +128,6 @@ if [ "$(cat "$tmp"/rc.*)" = "$(printf '3\n%.0s' 1 2 3 4)" ] &&
    [ -z "$(cat "$tmp"/out.*)" ]; then
 	echo "ok   shmem_global_exit(3) across 2 network namespaces ends every PE with 3"
 else
-	echo "FAIL shmem_global_exit(3) across 2 network namespaces:"
-	for i in 0 1 2 3; do
-		echo "  PE $i: status $(cat "$tmp/rc.$i")"
-		sed 's/^/    /' "$tmp/out.$i"
-	done
-	fail=1
+	fail_pes 4 "shmem_global_exit(3) across 2 network namespaces"
 fi
 [ "$fail" = 0 ]
