@@ -455,17 +455,27 @@ static void ring_drop(struct msg *m, struct msg_peer *mp)
 	mp->rx_on = false;
 }
 
-/* Our connection state for @p, created on first use (msg->lock held). */
-static struct msg_peer *mp_get(struct msg *m, struct peer *p)
+/* Our connection state for @p, if we have any (msg->lock held). */
+static struct msg_peer *mp_find(struct msg *m, struct peer *p)
 {
 	struct list_node *n;
-	struct msg_peer *mp;
 
 	for (n = m->peers.next; n != &m->peers; n = n->next) {
-		mp = container_of(n, struct msg_peer, node);
+		struct msg_peer *mp = container_of(n, struct msg_peer, node);
+
 		if (mp->peer == p)
 			return mp;
 	}
+	return NULL;
+}
+
+/* Our connection state for @p, created on first use (msg->lock held). */
+static struct msg_peer *mp_get(struct msg *m, struct peer *p)
+{
+	struct msg_peer *mp = mp_find(m, p);
+
+	if (mp)
+		return mp;
 	mp = calloc(1, sizeof(*mp));
 	if (!mp)
 		return NULL;
@@ -1667,6 +1677,7 @@ static int post_recv(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 		     struct hmc_msg_status *status, hmc_req_t *id)
 {
 	bool pull_now = false, gone = false, matched = false;
+	struct msg_peer *mp;
 	struct peer *p = NULL;
 	struct list_node *n;
 	struct msg_op *op;
@@ -1689,8 +1700,14 @@ static int post_recv(struct hmc_comm *c, uint32_t rank, uint64_t tag,
 		if (!p || !peer_up(p)) {
 			rc = !p ? -ENOTCONN : p->state == PEER_DOWN ?
 			     peer_err(p) : -ENOTCONN;
-			/* What arrived whole before it went is still delivered. */
+			/*
+			 * What arrived whole before it went is still delivered:
+			 * take it in now, the ring's records too, if progress
+			 * has not yet.
+			 */
 			pthread_mutex_lock(&m->lock);
+			if (p && p->state == PEER_DOWN && (mp = mp_find(m, p)))
+				mp_down(m, mp);
 			gone = p && eager_waits(m, rank, tag);
 			pthread_mutex_unlock(&m->lock);
 			peer_put(p);
