@@ -440,6 +440,91 @@ int hmc_comm_recv_tag(struct hmc_comm *comm, uint32_t peer, uint64_t *tag,
 int hmc_comm_barrier(struct hmc_comm *comm, int timeout_ms);
 
 /* ----------------------------------------------------------------------
+ * Memory regions: one-sided transfers to and from memory outside the
+ * ConnBuffer.
+ *
+ * A communicator registers ranges of this process's memory (heap, static
+ * data, another buffer's pages) with every transport it has brought up, and
+ * with each one it brings up later. A region's descriptor
+ * (hmc_comm_mr_pack(): keys, never a pointer a peer could misuse) travels
+ * to peers by any means; a peer imports it for one connection and then
+ * puts into it or gets from it by offset, as with the ConnBuffer. The
+ * owner's side checks every access against the region's bounds and
+ * rights: a put to a region registered without HMC_MR_REMOTE_WRITE, or
+ * past its end, fails on the initiator and writes nothing.
+ *
+ * Transports: tcp, ucx and verbs carry regions. The shm transport maps the
+ * peer's ConnBuffer only; a peer reached through it has no regions to
+ * import (-EOPNOTSUPP): peers on one host share memory with
+ * hmc_buf_export_fd() or their own mappings instead.
+ *
+ * Register and pack once the peers that will import the region are
+ * connected: a descriptor holds keys for the transports up at that time
+ * (importing it over another one is -ENOENT).
+ */
+#define HMC_MR_REMOTE_READ	(1U << 0)	/* peers may get from it */
+#define HMC_MR_REMOTE_WRITE	(1U << 1)	/* peers may put into it */
+
+/* A descriptor from hmc_comm_mr_pack() is at most this long. */
+#define HMC_MR_DESC_MAX		1024
+
+struct hmc_mr_opts {
+	size_t sz;
+	uint32_t access;		/* HMC_MR_REMOTE_* (0: local use only) */
+	uint32_t mem_type;		/* enum hmc_mem_type (default CPU) */
+	int32_t device;			/* for device memory */
+	uint32_t reserved;		/* must be 0 */
+};
+
+/*
+ * Register [@addr, @addr + @len) (page-aligned or not; @len > 0): a
+ * handle in @mr, never 0 (which names the ConnBuffer in the transfers
+ * below). -EOPNOTSUPP when no transport that is up can register such
+ * memory.
+ */
+int hmc_comm_mr_reg(struct hmc_comm *comm, void *addr, size_t len,
+		    const struct hmc_mr_opts *opts, uint32_t *mr);
+
+/*
+ * Deregister @mr once the transfers we posted with it are done (waiting up
+ * to op_timeout_ms for them: -ETIMEDOUT leaves it registered). Peers'
+ * later accesses fail on their side (tcp, verbs) or are undefined (ucx,
+ * as with ucp_mem_unmap()): deregister after the peers are done, e.g.
+ * after a barrier.
+ */
+int hmc_comm_mr_dereg(struct hmc_comm *comm, uint32_t mr);
+
+/* Write @mr's descriptor into @desc (@cap bytes): its length in *@len. */
+int hmc_comm_mr_pack(struct hmc_comm *comm, uint32_t mr, void *desc,
+		     size_t cap, size_t *len);
+
+/*
+ * Import the descriptor of a region of connected @peer: a handle for it in
+ * *@rmr (never 0, which names the peer's ConnBuffer), valid until the
+ * connection to @peer ends. Importing the same region again gives the same
+ * handle. -EINVAL for a descriptor that does not parse, -ENOENT for one
+ * without a key for the transport that reaches @peer.
+ */
+int hmc_comm_mr_import(struct hmc_comm *comm, uint32_t peer,
+		       const void *desc, size_t len, uint32_t *rmr);
+
+/* The size of imported region @rmr of @peer, or a negative errno. */
+int64_t hmc_comm_rmr_size(struct hmc_comm *comm, uint32_t peer, uint32_t rmr);
+
+/*
+ * hmc_comm_put_nb() and hmc_comm_get_nb() between any two regions: ours
+ * @mr (0: the ConnBuffer) at @local_off and @peer's imported @rmr (0: its
+ * ConnBuffer) at @remote_off. -ERANGE for ranges outside either region,
+ * -ENOENT for an unknown handle. hmc_comm_flush() covers them.
+ */
+int hmc_comm_put_mr_nb(struct hmc_comm *comm, uint32_t peer, uint32_t mr,
+		       size_t local_off, uint32_t rmr, size_t remote_off,
+		       size_t len, hmc_req_t *req);
+int hmc_comm_get_mr_nb(struct hmc_comm *comm, uint32_t peer, uint32_t mr,
+		       size_t local_off, uint32_t rmr, size_t remote_off,
+		       size_t len, hmc_req_t *req);
+
+/* ----------------------------------------------------------------------
  * Messages: two-sided, tagged, from and into any memory (CPU or GPU, inside
  * the ConnBuffer or not), of any size.
  *

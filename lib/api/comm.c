@@ -168,6 +168,7 @@ void hmc_comm_destroy(struct hmc_comm *c)
 	engine_fini(&c->engine);
 	c->ext->fini(c);
 
+	mr_table_fini(c);
 	comm_xports_fini(c);
 	if (c->report_fd >= 0)
 		close(c->report_fd);

@@ -27,13 +27,12 @@
 
 #include <hmc/hmc.h>
 
+#include "core/mr.h"
 #include "core/req.h"
 #include "core/xport.h"
 #include "engine/engine.h"
 #include "sys/lock.h"
 #include "sys/util.h"
-
-#define XPORT_SLOTS	(HMC_TRANSPORT_TCP + 1)
 
 /* A transport brought up in this communicator. */
 struct xport_slot {
@@ -117,6 +116,7 @@ struct hmc_comm {
 	pthread_mutex_t xport_lock;	/* init of transports */
 	struct xport_slot xports[XPORT_SLOTS];
 
+	struct mr_table mrs;
 	struct req_table reqs;
 	struct engine engine;
 

@@ -32,6 +32,7 @@ struct peer *peer_new(struct hmc_comm *c, uint32_t rank)
 void peer_free(struct peer *p)
 {
 	conn_free(p->conn);
+	rmr_table_free(&p->rmrs);
 	free(p->tags);
 	free(p);
 }

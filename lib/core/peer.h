@@ -62,6 +62,7 @@ struct peer {
 	 * connections; else all zero.
 	 */
 	uint8_t dialed[16];
+	struct rmr_table rmrs;		/* its regions we imported */
 	struct list_node reqs;		/* ACTIVE requests (req_table.lock) */
 	struct list_node fail_node;	/* comm->failing */
 	struct peer *hnext;		/* hash chain */

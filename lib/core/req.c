@@ -92,6 +92,7 @@ __hot struct req *req_alloc(struct req_table *t, struct peer *peer,
 	r->in_xport = true;
 	r->abandoned = false;
 	r->status = 0;
+	r->pin = NULL;
 	if (peer) {
 		r->peer = peer_get(peer);
 		list_add_tail(&peer->reqs, &r->peer_node);
@@ -105,9 +106,19 @@ out:
 	return r;
 }
 
+/* The transport lets go of @r: so does its pin. Lock held. */
+static inline void unpin(struct req *r)
+{
+	if (r->pin) {
+		__atomic_sub_fetch(r->pin, 1, __ATOMIC_SEQ_CST);
+		r->pin = NULL;
+	}
+}
+
 void req_free_unposted(struct req_table *t, struct req *r)
 {
 	futex_mutex_lock(&t->lock);
+	unpin(r);
 	finish(r, 0);
 	release_slot(t, r);
 	futex_mutex_unlock(&t->lock);
@@ -118,6 +129,7 @@ __hot void req_complete(struct req *r, int status)
 	struct req_table *t = r->table;
 
 	futex_mutex_lock(&t->lock);
+	unpin(r);
 	if (r->state == REQ_ACTIVE)
 		finish(r, status);
 	r->in_xport = false;

@@ -41,6 +41,8 @@ struct req {
 	bool abandoned;		/* nobody will collect the result */
 	int status;		/* 0 or a negative errno, once DONE */
 	struct peer *peer;	/* while ACTIVE (holds a reference) */
+	/* a count the transport's hold keeps up (a region's users), or NULL */
+	int *pin;
 	struct list_node peer_node;	/* on peer->reqs while ACTIVE */
 	struct req_table *table;
 	uint32_t idx;		/* position in the table */

@@ -51,6 +51,7 @@
 
 #include "core/req.h"
 
+struct comm_mr;
 struct hmc_comm;
 struct peer;
 
@@ -93,6 +94,27 @@ struct xport_ops {
 	 * the peer).
 	 */
 	int (*reaches)(void *ctx, int ctrl_fd);
+
+	/*
+	 * Memory regions besides the ConnBuffer (optional: default
+	 * -EOPNOTSUPP). mr_reg() registers @mr (core/mr.h: address, length,
+	 * rights, memory type; it stays put until mr_dereg()) for peers and
+	 * for our own transfers, and mr_pack() writes the key that a peer's
+	 * rmr_import() turns into its handle for that connection, of a region
+	 * of @size bytes; the transport peer owns what rmr_import() made and
+	 * frees it when destroyed. post_mr() is post() between a region of
+	 * ours (@xmr, NULL: the ConnBuffer) and one of the peer's (@xrmr,
+	 * NULL: its ConnBuffer; never both), ranges checked. The owner's side checks a peer's accesses itself.
+	 */
+	int (*mr_reg)(void *ctx, const struct comm_mr *mr, void **xmr);
+	void (*mr_dereg)(void *ctx, void *xmr);
+	int (*mr_pack)(void *ctx, void *xmr, uint8_t *key, uint32_t cap,
+		       uint32_t *len);
+	int (*rmr_import)(void *ctx, void *xpeer, const uint8_t *key,
+			  uint32_t len, uint64_t size, void **xrmr);
+	int (*post_mr)(void *ctx, void *xpeer, struct req *r, enum req_op op,
+		       void *xmr, uint64_t local_off, void *xrmr,
+		       uint64_t remote_off, uint64_t len);
 };
 
 /*

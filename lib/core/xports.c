@@ -65,6 +65,7 @@ int comm_xport(struct hmc_comm *c, const struct xport_ops *ops,
 		}
 	}
 	__atomic_store_n(&slot->ctx, ctx, __ATOMIC_RELEASE);
+	mr_xport_up(c, slot);
 out:
 	pthread_mutex_unlock(&c->xport_lock);
 	*slotp = slot;

@@ -55,6 +55,35 @@ static int default_reaches(void *ctx, int ctrl_fd)
 	return 0;
 }
 
+/* Regions: none but the ConnBuffer. */
+static int default_mr_reg(void *ctx, const struct comm_mr *mr, void **xmr)
+{
+	return -EOPNOTSUPP;
+}
+
+static void default_mr_dereg(void *ctx, void *xmr)
+{
+}
+
+static int default_mr_pack(void *ctx, void *xmr, uint8_t *key, uint32_t cap,
+			   uint32_t *len)
+{
+	return -EOPNOTSUPP;
+}
+
+static int default_rmr_import(void *ctx, void *xpeer, const uint8_t *key,
+			      uint32_t len, uint64_t size, void **xrmr)
+{
+	return -EOPNOTSUPP;
+}
+
+static int default_post_mr(void *ctx, void *xpeer, struct req *r,
+			   enum req_op op, void *xmr, uint64_t local_off,
+			   void *xrmr, uint64_t remote_off, uint64_t len)
+{
+	return -EOPNOTSUPP;
+}
+
 static void fill_tables(void)
 {
 	unsigned int i;
@@ -77,6 +106,16 @@ static void fill_tables(void)
 			o->unwatch = default_unwatch;
 		if (!o->reaches)
 			o->reaches = default_reaches;
+		if (!o->mr_reg)
+			o->mr_reg = default_mr_reg;
+		if (!o->mr_dereg)
+			o->mr_dereg = default_mr_dereg;
+		if (!o->mr_pack)
+			o->mr_pack = default_mr_pack;
+		if (!o->rmr_import)
+			o->rmr_import = default_rmr_import;
+		if (!o->post_mr)
+			o->post_mr = default_post_mr;
 	}
 }
 
