@@ -11,7 +11,7 @@
 #   hmcperf -x tcp put_bw 1 MiB   vs  hmcperf -x ucx (UCX_TLS=tcp,self),
 #                                     what libhmc used across hosts before
 #
-# tests/lib/netns.sh makes the namespaces and removes them on exit.
+# tests/bench/pair.sh makes the namespaces and removes them on exit.
 # One stream each (num_chs 1), TCP_NODELAY on both, the server on CPU 1
 # and the client on CPU 0 for every tool. In the bandwidth runs every
 # side waits for the network asleep, as sockpp's blocking calls do: the
@@ -45,8 +45,8 @@ PORT=$((20000 + $$ % 20000))
 
 die() { echo "bench tcp: $*" >&2; exit 1; }
 
-# shellcheck source=tests/lib/netns.sh
-. "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=tests/bench/pair.sh
+. "$(dirname "$0")/pair.sh"
 if why=$(netns_unavailable); then
 	die "$why"
 fi
@@ -56,52 +56,9 @@ fi
 # shellcheck source=tests/bench/stats.sh
 . "$(dirname "$0")/stats.sh"
 
-tmp=$(mktemp -d)
-netns_at_exit 'rm -rf "$tmp"'
-netns_up "hmcb$$" 2 $dev 10.79.0 ||
-	die "cannot set up the namespaces: $NETNS_ERR"
-SRV=${NETNS_IPS[0]}
-
+pair_hosts "hmcb$$" $dev 10.79.0
 in_srv() { ip netns exec "${NETNS[0]}" taskset -c 1 timeout 120 "$@"; }
 in_cli() { ip netns exec "${NETNS[1]}" taskset -c 0 timeout 120 "$@"; }
-
-# pair SERVER_CMD... -- CLIENT_CMD...: the server in the background, then,
-# once it listens on $PORT, the client; its output in $tmp/cli.
-pair() {
-	local -a scmd=()
-	local tries=0 srv
-
-	while [ "$1" != -- ]; do scmd+=("$1"); shift; done
-	shift
-	in_srv "${scmd[@]}" >"$tmp/srv" 2>&1 &
-	srv=$!
-	until [ -n "$(ip netns exec "${NETNS[0]}" ss -Hltn "sport = :$PORT")" ]; do
-		tries=$((tries + 1))
-		if [ $tries -ge 400 ] || ! kill -0 $srv 2>/dev/null; then
-			wait $srv
-			die "server ${scmd[*]} did not listen: $(cat "$tmp/srv")"
-		fi
-		sleep 0.05
-	done
-	if ! in_cli "$@" >"$tmp/cli" 2>&1; then
-		kill $srv 2>/dev/null
-		wait $srv
-		die "$* failed: $(cat "$tmp/cli")"
-	fi
-	wait $srv || die "server ${scmd[*]} failed: $(cat "$tmp/srv")"
-}
-
-# hmc TRANSPORT ARGS...: hmcperf server and client; the client's JSON.
-hmc() {
-	local x=$1
-
-	shift
-	PORT=$((PORT + 1))
-	pair "$HMCPERF" -l -a "$SRV" -p $PORT -x "$x" "$@" -- \
-		"$HMCPERF" -c "$SRV" -p $PORT -x "$x" --json "$@"
-	grep -q "\"transport\":\"$x\"" "$tmp/cli" ||
-		die "hmcperf did not run over $x: $(cat "$tmp/cli")"
-}
 
 sock() {
 	PORT=$((PORT + 1))
