@@ -5,7 +5,8 @@
 # tests/bench/<section>.sh that starts with a #! line runs, in name order,
 # under its interpreter and a time limit; scripts without one (stats.sh)
 # are helpers the sections source. Each section prints its measurements
-# and `RATIO <name> <value> <target>` lines; at the end come every RATIO
+# and `RATIO <name> <value> <target>` lines, or `SKIP <section>: <why>`
+# where this host cannot run it; at the end come every RATIO and SKIP
 # line again, each section's time and the total. A section that fails is
 # reported and the others still run; the exit status says whether all
 # passed. The guest benchmarks are `make bench-vm`.
@@ -44,7 +45,7 @@ for script in "$here"/*.sh; do
 done
 
 echo "=== bench summary"
-grep '^RATIO ' "$out"
+grep -E '^(RATIO|SKIP) ' "$out"
 [ ${#times[@]} = 0 ] || printf 'section %s\n' "${times[@]}"
 [ ${#failed[@]} = 0 ] || printf 'bench: section %s failed\n' "${failed[@]}"
 echo "bench: total $((SECONDS - start)) s"

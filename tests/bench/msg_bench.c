@@ -2,10 +2,13 @@
 /*
  * msg_bench: libhmc's two-sided messages against its own puts, and the
  * same measurements as mpi_bench (osu_bw, osu_latency) for Open MPI.
- * Two processes on 127.0.0.1 (a forked child is rank 1).
+ * Two processes on 127.0.0.1 (a forked child is rank 1); or, with -r, one
+ * rank of two on different hosts: rank 1 listens on ADDR:PORT, rank 0
+ * dials it there (start rank 1 first).
  *
  *   msg_bench -t msg_bw|put_bw|msg_lat -s BYTES [-n ITERS] [-w WARMUP]
- *             [-W WINDOW] [-b BUF_BYTES] [-T auto|ucx|shm]
+ *             [-W WINDOW] [-b BUF_BYTES] [-T auto|ucx|shm|tcp]
+ *             [-r 0|1 -a ADDR -p PORT]
  *
  *   msg_bw   rank 0 isends WINDOW messages from heap memory, rank 1
  *            irecvs them into heap memory, then answers with a 4-byte
@@ -16,8 +19,8 @@
  *            answers with a tag after each window;
  *   msg_lat  ping-pong of blocking send/recv (osu_latency): one-way us.
  *
- * Prints one line: "<test> <size> <MB/s or us>" (MB/s = 10^6 B/s). The
- * transport is AUTO's pick unless -T names one.
+ * Rank 0 prints one line: "<test> <size> <MB/s or us>" (MB/s = 10^6 B/s).
+ * The transport is AUTO's pick unless -T names one.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,6 +39,8 @@
 
 struct cfg {
 	const char *test;
+	const char *addr;	/* rank 1's */
+	uint16_t port;		/* rank 1's; 0: any (forked) */
 	size_t size, buf;
 	long iters, warmup;
 	int window;
@@ -164,9 +169,9 @@ static int run_rank(int me, int sock, const struct cfg *cfg)
 	CHECK(hmc_buf_create(HMC_MEM_CPU, 0, bufsz, NULL, &buf));
 	CHECK(hmc_comm_create(buf, &o, &c));
 	if (me == 1) {
-		CHECK(hmc_comm_listen(c, "127.0.0.1", 0));
+		CHECK(hmc_comm_listen(c, cfg->addr, cfg->port));
 		port = (uint16_t)hmc_comm_listen_port(c);
-		if (write(sock, &port, sizeof(port)) != sizeof(port))
+		if (sock >= 0 && write(sock, &port, sizeof(port)) != sizeof(port))
 			return 1;
 		/* A barrier counts connected peers only: wait for the dialer. */
 		for (v = now_s() + TIMEOUT_MS / 1e3; !hmc_comm_is_connected(c, 0);)
@@ -175,9 +180,10 @@ static int run_rank(int me, int sock, const struct cfg *cfg)
 				return 1;
 			}
 	} else {
-		if (read(sock, &port, sizeof(port)) != sizeof(port))
+		port = cfg->port;
+		if (sock >= 0 && read(sock, &port, sizeof(port)) != sizeof(port))
 			return 1;
-		CHECK(hmc_comm_connect(c, 1, "127.0.0.1", port, cfg->transport));
+		CHECK(hmc_comm_connect(c, 1, cfg->addr, port, cfg->transport));
 	}
 	if (!put) {
 		data = malloc(cfg->size ? cfg->size : 1);
@@ -201,13 +207,14 @@ static int run_rank(int me, int sock, const struct cfg *cfg)
 
 int main(int argc, char **argv)
 {
-	struct cfg cfg = { .test = "msg_bw", .size = 1 << 20, .buf = 4 << 20,
+	struct cfg cfg = { .test = "msg_bw", .addr = "127.0.0.1",
+			   .size = 1 << 20, .buf = 4 << 20,
 			   .iters = 100, .warmup = 10, .window = 1,
 			   .transport = HMC_TRANSPORT_AUTO };
-	int opt, sv[2], st, rc;
+	int opt, sv[2], st, rc, rank = -1;
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "t:s:n:w:W:b:T:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:s:n:w:W:b:T:r:a:p:")) != -1) {
 		switch (opt) {
 		case 't': cfg.test = optarg; break;
 		case 's': cfg.size = strtoull(optarg, NULL, 0); break;
@@ -218,19 +225,26 @@ int main(int argc, char **argv)
 		case 'T':
 			cfg.transport = !strcmp(optarg, "auto") ? HMC_TRANSPORT_AUTO :
 					!strcmp(optarg, "shm") ? HMC_TRANSPORT_SHM :
+					!strcmp(optarg, "tcp") ? HMC_TRANSPORT_TCP :
 					HMC_TRANSPORT_UCX;
 			break;
+		case 'r': rank = atoi(optarg); break;
+		case 'a': cfg.addr = optarg; break;
+		case 'p': cfg.port = (uint16_t)atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: see the top of %s\n", __FILE__);
 			return 2;
 		}
 	}
 	if (cfg.window < 1 || cfg.iters < 1 ||
+	    (rank != -1 && ((rank != 0 && rank != 1) || !cfg.port)) ||
 	    (strcmp(cfg.test, "msg_bw") && strcmp(cfg.test, "put_bw") &&
 	     strcmp(cfg.test, "msg_lat"))) {
 		fprintf(stderr, "msg_bench: bad arguments\n");
 		return 2;
 	}
+	if (rank >= 0)
+		return run_rank(rank, -1, &cfg);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		return 1;
 	pid = fork();

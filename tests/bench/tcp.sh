@@ -11,6 +11,7 @@
 #   hmcperf -x tcp put_bw 1 MiB   vs  hmcperf -x ucx (UCX_TLS=tcp,self),
 #                                     what libhmc used across hosts before
 #
+# tests/bench/pair.sh makes the namespaces and removes them on exit.
 # One stream each (num_chs 1), TCP_NODELAY on both, the server on CPU 1
 # and the client on CPU 0 for every tool. In the bandwidth runs every
 # side waits for the network asleep, as sockpp's blocking calls do: the
@@ -39,81 +40,25 @@ UCX_ITERS=200 UCX_WARM=20	# UCX tcp runs at a fraction of the others
 LAT_ITERS=10000 LAT_WARM=1000
 WINDOW=32
 
-tag=hmcb$$
-ns=("$tag-s" "$tag-c")
-ips=(10.79.0.1 10.79.0.2)
 dev=hmcb0
-SRV=${ips[0]}
 PORT=$((20000 + $$ % 20000))
 
 die() { echo "bench tcp: $*" >&2; exit 1; }
 
-[ "$(id -u)" = 0 ] || die "needs root to create network namespaces"
-command -v ip >/dev/null || die "no ip(8) (iproute2)"
+# shellcheck source=tests/bench/pair.sh
+. "$(dirname "$0")/pair.sh"
+if why=$(netns_unavailable); then
+	die "$why"
+fi
 [ -x "$HMCPERF" ] || die "$HMCPERF not built"
 [ -x "$SOCKPP" ] || die "$SOCKPP not built"
-
-tmp=$(mktemp -d)
-cleanup() {
-	ip netns del "${ns[0]}" 2>/dev/null
-	ip netns del "${ns[1]}" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
 
 # shellcheck source=tests/bench/stats.sh
 . "$(dirname "$0")/stats.sh"
 
-ip netns add "${ns[0]}" && ip netns add "${ns[1]}" &&
-	ip link add "$dev" netns "${ns[0]}" type veth peer name "$dev" \
-		netns "${ns[1]}" || die "cannot create the namespaces and veth"
-for i in 0 1; do
-	ip -n "${ns[$i]}" link set lo up &&
-		ip -n "${ns[$i]}" addr add "${ips[$i]}/24" dev "$dev" &&
-		ip -n "${ns[$i]}" link set "$dev" up || die "cannot set up ${ns[$i]}"
-done
-
-in_srv() { ip netns exec "${ns[0]}" taskset -c 1 timeout 120 "$@"; }
-in_cli() { ip netns exec "${ns[1]}" taskset -c 0 timeout 120 "$@"; }
-
-# pair SERVER_CMD... -- CLIENT_CMD...: the server in the background, then,
-# once it listens on $PORT, the client; its output in $tmp/cli.
-pair() {
-	local -a scmd=()
-	local tries=0 srv
-
-	while [ "$1" != -- ]; do scmd+=("$1"); shift; done
-	shift
-	in_srv "${scmd[@]}" >"$tmp/srv" 2>&1 &
-	srv=$!
-	until [ -n "$(ip netns exec "${ns[0]}" ss -Hltn "sport = :$PORT")" ]; do
-		tries=$((tries + 1))
-		if [ $tries -ge 400 ] || ! kill -0 $srv 2>/dev/null; then
-			wait $srv
-			die "server ${scmd[*]} did not listen: $(cat "$tmp/srv")"
-		fi
-		sleep 0.05
-	done
-	if ! in_cli "$@" >"$tmp/cli" 2>&1; then
-		kill $srv 2>/dev/null
-		wait $srv
-		die "$* failed: $(cat "$tmp/cli")"
-	fi
-	wait $srv || die "server ${scmd[*]} failed: $(cat "$tmp/srv")"
-}
-
-# hmc TRANSPORT ARGS...: hmcperf server and client; the client's JSON.
-hmc() {
-	local x=$1
-
-	shift
-	PORT=$((PORT + 1))
-	pair "$HMCPERF" -l -a "$SRV" -p $PORT -x "$x" "$@" -- \
-		"$HMCPERF" -c "$SRV" -p $PORT -x "$x" --json "$@"
-	grep -q "\"transport\":\"$x\"" "$tmp/cli" ||
-		die "hmcperf did not run over $x: $(cat "$tmp/cli")"
-}
+pair_hosts "hmcb$$" $dev 10.79.0
+in_srv() { ip netns exec "${NETNS[0]}" taskset -c 1 timeout 120 "$@"; }
+in_cli() { ip netns exec "${NETNS[1]}" taskset -c 0 timeout 120 "$@"; }
 
 sock() {
 	PORT=$((PORT + 1))
@@ -122,7 +67,7 @@ sock() {
 
 export UCX_TLS=tcp,self UCX_NET_DEVICES=$dev
 
-echo "== tcp transport between two network namespaces (veth $dev, ${ips[*]})"
+echo "== tcp transport between two network namespaces (veth $dev, ${NETNS_IPS[*]})"
 echo "$REPS repetitions each (median of the pairs' ratios), tools alternating; MB/s = 10^6 B/s; latency: one-way us, median"
 
 bw_ours="" bw_sock="" bw_ucx="" lat_ours="" lat_sock=""

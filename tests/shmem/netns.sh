@@ -6,43 +6,23 @@
 # the setup test proves (shmem_ptr to them is NULL; SHMEM_TEST_HOST_PES
 # tells the tests the layout). Runs every conformance test with 2, 3 and
 # 4 PEs, then a PE killed mid-run and a global_exit across the hosts, each of
-# which must end every PE, never hang. Only the veths made here are used;
-# the namespaces go away on exit, whatever happens.
+# which must end every PE, never hang. tests/lib/netns.sh makes the
+# namespaces and removes them on exit, whatever happens.
 #   tests/shmem/netns.sh BUILD_DIR
 # NETNS_TESTS (test programs) runs those instead of every test_*.
 set -u -o pipefail
 O=${1:-build}
-tag=hmcsh$$
-ns=("$tag-0" "$tag-1")
-ips=(10.78.0.1 10.78.0.2)
 fail=0
 
-[ "$(id -u)" = 0 ] || { echo "FAIL netns: needs root to create network namespaces"; exit 1; }
-command -v ip >/dev/null || { echo "FAIL netns: no ip(8) (iproute2)"; exit 1; }
-
+# shellcheck source=tests/lib/netns.sh
+. "$(dirname "$0")/../lib/netns.sh"
+if why=$(netns_unavailable); then
+	echo "FAIL netns: $why"
+	exit 1
+fi
 tmp=$(mktemp -d)
-cleanup() {
-	local n
-
-	for n in "${ns[@]}"; do
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$n" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-for i in 0 1; do
-	ip netns add "${ns[$i]}" || { echo "FAIL netns: ip netns add"; exit 1; }
-	ip -n "${ns[$i]}" link set lo up
-done
-ip link add shv0 netns "${ns[0]}" type veth peer name shv1 netns "${ns[1]}" ||
-	{ echo "FAIL netns: veth"; exit 1; }
-for i in 0 1; do
-	ip -n "${ns[$i]}" addr add "${ips[$i]}/24" dev "shv$i"
-	ip -n "${ns[$i]}" link set "shv$i" up
-done
+netns_at_exit 'rm -rf "$tmp"'
+netns_up "hmcsh$$" 2 hmcsh 10.78.0 || { echo "FAIL netns: $NETNS_ERR"; exit 1; }
 
 # run_pes N TIMEOUT PROG [ARGS...]: PE i's output in $tmp/out.i, status in
 # $tmp/rc.i (timeout's 124 if it hung).
@@ -54,10 +34,10 @@ run_pes() {
 	rm -f "$tmp"/out.* "$tmp"/rc.*
 	for ((i = 0; i < n; i++)); do
 		h=$((i / per))
-		ip netns exec "${ns[$h]}" env HMC_BOOTSTRAP=store \
-			HMC_CTRL_TRANSPORT=tcp HMC_STORE="tcp://${ips[0]}:$port" \
+		ip netns exec "${NETNS[$h]}" env HMC_BOOTSTRAP=store \
+			HMC_CTRL_TRANSPORT=tcp HMC_STORE="tcp://${NETNS_IPS[0]}:$port" \
 			HMC_WORLD_SIZE="$n" HMC_RANK="$i" \
-			HMC_WORLD_ADDR="${ips[$h]}" HMC_WORLD_TIMEOUT=20000 \
+			HMC_WORLD_ADDR="${NETNS_IPS[$h]}" HMC_WORLD_TIMEOUT=20000 \
 			SHMEM_TEST_HOST_PES="$per" \
 			timeout "$to" "$@" >"$tmp/out.$i" 2>&1 &
 		pids+=($!)
