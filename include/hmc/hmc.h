@@ -474,6 +474,15 @@ struct hmc_mr_opts {
 	uint32_t mem_type;		/* enum hmc_mem_type (default CPU) */
 	int32_t device;			/* for device memory */
 	uint32_t reserved;		/* must be 0 */
+	/*
+	 * Optional: a word that counts peers' puts and atomics landing in
+	 * the region, for a thread that sleeps on it (futex, process
+	 * private) until remote writes come. Where our side's transport
+	 * places the bytes itself (tcp), it adds one and wakes the word's
+	 * sleepers after each; where the NIC does (verbs, ucx) nobody can:
+	 * hmc_comm_rmr_notifies() tells the peer which it is.
+	 */
+	uint32_t *notify;
 };
 
 /*
@@ -512,6 +521,13 @@ int hmc_comm_mr_import(struct hmc_comm *comm, uint32_t peer,
 int64_t hmc_comm_rmr_size(struct hmc_comm *comm, uint32_t peer, uint32_t rmr);
 
 /*
+ * Whether our puts and atomics into @peer's region @rmr count in the
+ * notify word it was registered with (1), or land unannounced (0); or a
+ * negative errno.
+ */
+int hmc_comm_rmr_notifies(struct hmc_comm *comm, uint32_t peer, uint32_t rmr);
+
+/*
  * hmc_comm_put_nb() and hmc_comm_get_nb() between any two regions: ours
  * @mr (0: the ConnBuffer) at @local_off and @peer's imported @rmr (0: its
  * ConnBuffer) at @remote_off. -ERANGE for ranges outside either region,
@@ -524,6 +540,41 @@ int hmc_comm_put_mr_nb(struct hmc_comm *comm, uint32_t peer, uint32_t mr,
 int hmc_comm_get_mr_nb(struct hmc_comm *comm, uint32_t peer, uint32_t mr,
 		       size_t local_off, uint32_t rmr, size_t remote_off,
 		       size_t len, hmc_req_t *req);
+
+/* ----------------------------------------------------------------------
+ * Remote atomics on a peer's memory, applied by the peer's side with the
+ * CPU's atomic instructions (tcp: its progress engine; ucx: in UCX's CPU
+ * atomic mode; verbs: only where the device's atomics are coherent with
+ * the CPU's, IBV_ATOMIC_GLOB), so that they are atomic with respect to
+ * the peer's own and its other peers' atomics on that memory. Where the
+ * transport that reaches the peer cannot, -EOPNOTSUPP: the caller then
+ * falls back to its own emulation.
+ */
+enum hmc_amo_op {
+	HMC_AMO_FETCH,		/* read */
+	HMC_AMO_SET,
+	HMC_AMO_SWAP,
+	HMC_AMO_CSWAP,		/* set @operand where it equals @compare */
+	HMC_AMO_ADD,
+	HMC_AMO_AND,
+	HMC_AMO_OR,
+	HMC_AMO_XOR,
+};
+
+/*
+ * @op on the @size-byte (4 or 8) integer at @remote_off of @peer's
+ * region @rmr (0: its ConnBuffer), aligned to @size (-EINVAL otherwise);
+ * the region must allow writes, and reads where @fetch is not NULL
+ * (-EACCES). With @fetch, the value found there lands in *@fetch (zero
+ * extended) before the request completes; without, the request completes
+ * once sent, and hmc_comm_flush() makes it visible. AMOs to one peer are
+ * applied in the order posted; like puts, they may overtake or be
+ * overtaken by earlier puts until a flush.
+ */
+int hmc_comm_amo_nb(struct hmc_comm *comm, uint32_t peer, uint32_t rmr,
+		    size_t remote_off, unsigned int size, enum hmc_amo_op op,
+		    uint64_t operand, uint64_t compare, uint64_t *fetch,
+		    hmc_req_t *req);
 
 /* ----------------------------------------------------------------------
  * Messages: two-sided, tagged, from and into any memory (CPU or GPU, inside

@@ -3,8 +3,10 @@
  * Memory regions (hmc_comm_mr_*()) and the transfers between them.
  *
  * Descriptor, big-endian: be32 MR_DESC_MAGIC, u8 version, u8 keys,
- * be16 0, be32 handle, be32 access, be64 length, then per key: u8
- * transport, u8 0, be16 key length, the key (the transport's, opaque).
+ * u8 the start's address modulo 64 (for the alignment of remote atomics),
+ * u8 0, be32 handle, be32 access, be64 length, then per key: u8
+ * transport, u8 flags (MR_KEY_F_*), be16 key length, the key (the
+ * transport's, opaque).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #define MR_KEY_HDR	4
 #define MR_KEY_MAX	(HMC_MR_DESC_MAX - MR_DESC_HDR - MR_KEY_HDR)
 #define MR_ACCESS	(HMC_MR_REMOTE_READ | HMC_MR_REMOTE_WRITE)
+#define MR_KEY_F_NOTIFY	(1u << 0)	/* writes over it count in notify */
 
 static inline struct comm_mr *mr_at(struct mr_table *t, uint32_t idx)
 {
@@ -62,7 +65,7 @@ int hmc_comm_mr_reg(struct hmc_comm *c, void *addr, size_t len,
 	if (!c || !addr || !len || !handle ||
 	    (uintptr_t)addr + len < (uintptr_t)addr)
 		return -EINVAL;
-	rc = OPTS_LOAD(&o, opts, hmc_mr_opts, device);
+	rc = OPTS_LOAD(&o, opts, hmc_mr_opts, reserved);
 	if (rc)
 		return rc;
 	if (o.access & ~MR_ACCESS || o.mem_type > HMC_MEM_MUSA)
@@ -82,6 +85,7 @@ int hmc_comm_mr_reg(struct hmc_comm *c, void *addr, size_t len,
 	mr->access = o.access;
 	mr->mem_type = o.mem_type;
 	mr->device = o.device;
+	mr->notify = o.notify;
 	for (x = 0; x < XPORT_SLOTS; x++) {
 		struct xport_slot *slot = &c->xports[x];
 
@@ -189,7 +193,8 @@ int hmc_comm_mr_pack(struct hmc_comm *c, uint32_t handle, void *desc,
 			goto out;
 		}
 		d[pos] = (uint8_t)x;
-		d[pos + 1] = 0;
+		d[pos + 1] = mr->notify && c->xports[x].ops->notifies_writes ?
+			     MR_KEY_F_NOTIFY : 0;
 		put_be16(d + pos + 2, (uint16_t)klen);
 		memcpy(d + pos + MR_KEY_HDR, key, klen);
 		pos += MR_KEY_HDR + klen;
@@ -202,7 +207,8 @@ int hmc_comm_mr_pack(struct hmc_comm *c, uint32_t handle, void *desc,
 	put_be32(d, MR_DESC_MAGIC);
 	d[4] = MR_DESC_VERSION;
 	d[5] = (uint8_t)nkeys;
-	put_be16(d + 6, 0);
+	d[6] = (uint8_t)((uintptr_t)mr->addr % 64);
+	d[7] = 0;
 	put_be32(d + 8, handle);
 	put_be32(d + 12, mr->access);
 	put_be64(d + 16, mr->len);
@@ -218,7 +224,7 @@ out:
  * for a descriptor that does not parse, -ENOENT without one.
  */
 static int desc_key(const uint8_t *d, size_t len, enum hmc_transport type,
-		    const uint8_t **key, uint32_t *klen)
+		    const uint8_t **key, uint32_t *klen, uint8_t *kflags)
 {
 	size_t pos = MR_DESC_HDR;
 	int found = -ENOENT;
@@ -226,13 +232,13 @@ static int desc_key(const uint8_t *d, size_t len, enum hmc_transport type,
 
 	if (len < MR_DESC_HDR || len > HMC_MR_DESC_MAX ||
 	    get_be32(d) != MR_DESC_MAGIC || d[4] != MR_DESC_VERSION ||
-	    get_be16(d + 6) || !(get_be32(d + 8) & 0xffff) ||
+	    d[6] >= 64 || d[7] || !(get_be32(d + 8) & 0xffff) ||
 	    get_be32(d + 12) & ~MR_ACCESS || !get_be64(d + 16))
 		return -EINVAL;
 	for (i = 0; i < d[5]; i++) {
 		uint32_t n;
 
-		if (len - pos < MR_KEY_HDR || d[pos + 1])
+		if (len - pos < MR_KEY_HDR || d[pos + 1] & ~MR_KEY_F_NOTIFY)
 			return -EINVAL;
 		n = get_be16(d + pos + 2);
 		if (len - pos - MR_KEY_HDR < n)
@@ -240,6 +246,7 @@ static int desc_key(const uint8_t *d, size_t len, enum hmc_transport type,
 		if (d[pos] == type && found) {
 			*key = d + pos + MR_KEY_HDR;
 			*klen = n;
+			*kflags = d[pos + 1];
 			found = 0;
 		}
 		pos += MR_KEY_HDR + n;
@@ -254,6 +261,7 @@ int hmc_comm_mr_import(struct hmc_comm *c, uint32_t rank, const void *desc,
 	struct rmr_table *t;
 	struct peer_rmr *e;
 	uint32_t klen = 0, owner_mr, i;
+	uint8_t kflags = 0;
 	struct peer *p;
 	void *xrmr;
 	int rc;
@@ -263,7 +271,7 @@ int hmc_comm_mr_import(struct hmc_comm *c, uint32_t rank, const void *desc,
 	rc = peer_use(c, rank, &p);
 	if (rc)
 		return rc;
-	rc = desc_key(d, len, p->xops->type, &key, &klen);
+	rc = desc_key(d, len, p->xops->type, &key, &klen, &kflags);
 	if (rc)
 		goto out;
 	owner_mr = get_be32(d + 8);
@@ -293,6 +301,8 @@ int hmc_comm_mr_import(struct hmc_comm *c, uint32_t rank, const void *desc,
 		goto unlock;
 	e = &t->chunks[t->nr / MR_CHUNK][t->nr % MR_CHUNK];
 	e->owner_mr = owner_mr;
+	e->misalign = d[6];
+	e->notifies = kflags & MR_KEY_F_NOTIFY;
 	e->access = get_be32(d + 12);
 	e->len = get_be64(d + 16);
 	e->xrmr = xrmr;
@@ -318,6 +328,23 @@ int64_t hmc_comm_rmr_size(struct hmc_comm *c, uint32_t rank, uint32_t handle)
 		return rc;
 	e = rmr_lookup(&p->rmrs, handle);
 	rc = e ? (int64_t)e->len : -ENOENT;
+	peer_unuse(p);
+	return rc;
+}
+
+int hmc_comm_rmr_notifies(struct hmc_comm *c, uint32_t rank, uint32_t handle)
+{
+	const struct peer_rmr *e;
+	struct peer *p;
+	int rc;
+
+	if (!c)
+		return -EINVAL;
+	rc = peer_use(c, rank, &p);
+	if (rc)
+		return rc;
+	e = rmr_lookup(&p->rmrs, handle);
+	rc = e ? e->notifies : -ENOENT;
 	peer_unuse(p);
 	return rc;
 }

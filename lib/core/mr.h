@@ -34,6 +34,7 @@ struct comm_mr {
 	uint32_t access;		/* HMC_MR_REMOTE_* */
 	enum hmc_mem_type mem_type;
 	int device;
+	uint32_t *notify;		/* or NULL (hmc_mr_opts) */
 	uint16_t gen;
 	bool live;			/* seq_cst, see above */
 	bool in_use;			/* from reg to the end of dereg (table lock) */
@@ -51,6 +52,8 @@ struct mr_table {
 struct peer_rmr {
 	uint32_t owner_mr;		/* the peer's handle: imports dedupe on it */
 	uint32_t access;		/* HMC_MR_REMOTE_* it grants */
+	uint8_t misalign;		/* its start's address modulo 64 */
+	bool notifies;			/* our writes count in its notify word */
 	uint64_t len;
 	void *xrmr;			/* its transport's; freed with the transport peer */
 };

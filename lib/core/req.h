@@ -25,6 +25,7 @@ enum req_op {
 	REQ_GET,
 	REQ_FLUSH,
 	REQ_MSG,	/* a send or receive of lib/msg; never reaches a transport */
+	REQ_AMO,	/* an atomic: the transport's amo() */
 };
 
 enum req_state {

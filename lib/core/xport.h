@@ -55,6 +55,15 @@ struct comm_mr;
 struct hmc_comm;
 struct peer;
 
+struct xport_amo {
+	uint64_t off;		/* in the peer's region */
+	uint64_t operand;
+	uint64_t compare;	/* HMC_AMO_CSWAP */
+	uint64_t *fetch;	/* the old value, or NULL */
+	uint8_t op;		/* enum hmc_amo_op */
+	uint8_t size;		/* 4 or 8 */
+};
+
 struct xport_ops {
 	enum hmc_transport type;
 
@@ -115,6 +124,17 @@ struct xport_ops {
 	int (*post_mr)(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		       void *xmr, uint64_t local_off, void *xrmr,
 		       uint64_t remote_off, uint64_t len);
+	/*
+	 * Remote atomics (optional: default -EOPNOTSUPP), applied with CPU
+	 * atomics on the peer's side (see hmc.h): struct xport_amo says
+	 * what; @xrmr NULL names the ConnBuffer; range, size and alignment
+	 * are checked. With a->fetch, the old value is stored there before
+	 * req_complete(); to one peer they are applied in the order posted.
+	 */
+	int (*amo)(void *ctx, void *xpeer, struct req *r, void *xrmr,
+		   const struct xport_amo *a);
+	/* Peers' writes into a region pass through us: we bump mr->notify. */
+	bool notifies_writes;
 };
 
 /*

@@ -33,7 +33,7 @@
 #define hmc_world_opts__reserved(o)	0
 #define hmc_pool_opts__last_field	user_mem_size
 #define hmc_pool_opts__reserved(o)	0
-#define hmc_mr_opts__last_field		device
+#define hmc_mr_opts__last_field		notify
 #define hmc_mr_opts__reserved(o)	0
 
 /*

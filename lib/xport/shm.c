@@ -225,6 +225,7 @@ static int shm_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		break;
 	case REQ_MSG:	/* lib/msg's, never posted */
+	case REQ_AMO:	/* no amo(): never posted */
 		return -EINVAL;
 	}
 	req_complete(r, 0);

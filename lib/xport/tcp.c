@@ -65,8 +65,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -108,8 +111,10 @@ enum op_kind {
 	OP_PUT,
 	OP_GET,
 	OP_FLUSH,
+	OP_AMO,
 	OP_GET_RESP,	/* answers: no request */
 	OP_FLUSH_ACK,
+	OP_AMO_RESP,
 };
 
 /*
@@ -134,6 +139,8 @@ struct tcp_op {
 	uint32_t exp_len;
 	uint8_t *exp_dst;	/* get: where its answer lands */
 	struct tcp_mr *mr;	/* an answer's region, or NULL */
+	uint64_t *fetch;	/* a fetching AMO: where the old value goes */
+	uint8_t amo[TCP_AMO_LEN];	/* an AMO's payload */
 };
 
 struct tcp_peer;
@@ -160,6 +167,11 @@ struct tcp_stream {
 	uint64_t tag;
 	uint8_t *dst;		/* where it goes; NULL: dropped */
 	struct tcp_mr *mr;	/* the region it goes to, or NULL */
+	/* an AMO's header fields and payload, applied once all has come */
+	uint16_t amo_idx;
+	uint32_t amo_gen;
+	uint64_t amo_off;
+	uint8_t amo[TCP_AMO_LEN];
 	uint64_t left;		/* bytes of it still to come */
 	int64_t last_rx;	/* ns: the last byte that came */
 	int64_t last_tx;	/* ns: the last byte that left */
@@ -188,6 +200,7 @@ struct tcp_peer {
 struct tcp_mr {
 	uint8_t *base;
 	uint64_t len;
+	uint32_t *notify;	/* or NULL */
 	uint32_t access;	/* HMC_MR_REMOTE_* */
 	uint32_t gen;
 	uint16_t idx;		/* in ctx->mrs, from 1 */
@@ -355,6 +368,12 @@ static __hot void sent(struct tcp_stream *s, size_t n, bool zc)
 			else
 				op_done(t, op, 0);
 			break;
+		case OP_AMO:
+			if (op->fetch)	/* it awaits its answer */
+				list_add_tail(&s->waitq, &op->node);
+			else
+				op_done(t, op, 0);
+			break;
 		case OP_GET:
 		case OP_FLUSH:
 			list_add_tail(&s->waitq, &op->node);
@@ -369,7 +388,8 @@ static __hot void sent(struct tcp_stream *s, size_t n, bool zc)
 
 static bool is_ask(const struct tcp_op *op)
 {
-	return op->kind == OP_GET || op->kind == OP_FLUSH;
+	return op->kind == OP_GET || op->kind == OP_FLUSH ||
+	       (op->kind == OP_AMO && op->fetch);
 }
 
 /* Requests the window admits again move from the held queue to the wire. */
@@ -520,10 +540,11 @@ static __hot void queue_op(struct tcp_stream *s, struct tcp_op *op)
 
 /*
  * Queue an answer the peer asked for: a GET_RESP of @len bytes from @data
- * naming @resp_off, or a FLUSH_ACK (@data NULL).
+ * naming @resp_off, an AMO_RESP naming @resp_off with the old value
+ * @arg, or a FLUSH_ACK.
  */
 static int answer(struct tcp_stream *s, uint8_t kind, struct tcp_mr *mr,
-		  uint8_t *data, uint32_t len, uint64_t resp_off)
+		  uint8_t *data, uint32_t len, uint64_t resp_off, uint64_t arg)
 {
 	struct tcp_ctx *t = s->tp->ctx;
 	struct tcp_op *op;
@@ -539,6 +560,8 @@ static int answer(struct tcp_stream *s, uint8_t kind, struct tcp_mr *mr,
 		op->data = data;
 		op->data_len = len;
 		op->mr = mr;
+	} else if (kind == OP_AMO_RESP) {
+		hdr_encode(op->hdr, TCP_AMO_RESP, 0, 0, 0, resp_off, arg);
 	} else {
 		hdr_encode(op->hdr, TCP_FLUSH_ACK, 0, 0, 0, 0, 0);
 	}
@@ -558,8 +581,20 @@ static struct tcp_op *awaited(struct tcp_stream *s, uint8_t kind)
 	return op->kind == kind ? op : NULL;
 }
 
-/* The frame whose payload just finished. */
-static void frame_done(struct tcp_stream *s)
+static int amo_serve(struct tcp_stream *s);
+
+/* A peer's write into @mr landed: its owner's sleepers may look. */
+static void notify(const struct tcp_mr *mr)
+{
+	if (!mr->notify)
+		return;
+	__atomic_add_fetch(mr->notify, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, mr->notify, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+		NULL, 0);
+}
+
+/* The frame whose payload just finished: 0 or the error that fails the peer. */
+static int frame_done(struct tcp_stream *s)
 {
 	struct tcp_ctx *t = s->tp->ctx;
 	struct tcp_op *op;
@@ -570,13 +605,18 @@ static void frame_done(struct tcp_stream *s)
 			__atomic_thread_fence(__ATOMIC_RELEASE);
 			comm_deliver_tag(t->comm, s->tp->peer, s->tag);
 		}
-		return;
+		if (s->mr && s->dst)
+			notify(s->mr);
+		return 0;
 	}
+	if (s->type == TCP_AMO)
+		return amo_serve(s);
 	op = awaited(s, OP_GET);	/* checked when the header came */
 	list_del(&op->node);
 	s->nasks--;
 	op_done(t, op, 0);
 	release_held(s);
+	return 0;
 }
 
 /*
@@ -597,7 +637,7 @@ static uint8_t *target(struct tcp_ctx *t, uint16_t idx, uint32_t gen,
 	if (idx > t->nr_mrs)
 		return NULL;
 	mr = t->mrs[idx - 1];
-	if (!mr || mr->gen != gen || !(mr->access & right) ||
+	if (!mr || mr->gen != gen || (mr->access & right) != right ||
 	    range_check(mr->len, off, len))
 		return NULL;
 	*mrp = mr;
@@ -638,7 +678,7 @@ static int frame_start(struct tcp_stream *s, const uint8_t *h)
 		if (!p)
 			return -EPROTO;
 		/* A ConnBuffer get names where it lands, a region get itself. */
-		return answer(s, OP_GET_RESP, mr, p, len, idx ? off : arg);
+		return answer(s, OP_GET_RESP, mr, p, len, idx ? off : arg, 0);
 	case TCP_GET_RESP:
 		op = awaited(s, OP_GET);
 		if (h[1] || idx || arg || !op || op->exp_off != off ||
@@ -647,10 +687,29 @@ static int frame_start(struct tcp_stream *s, const uint8_t *h)
 		s->dst = op->exp_dst;
 		s->mr = NULL;
 		break;
+	case TCP_AMO:
+		if (h[1] & ~TCP_F_FETCH || len != TCP_AMO_LEN)
+			return -EPROTO;
+		s->amo_idx = idx;
+		s->amo_gen = (uint32_t)arg;
+		s->amo_off = off;
+		s->dst = s->amo;
+		s->mr = NULL;
+		break;
+	case TCP_AMO_RESP:
+		op = awaited(s, OP_AMO);
+		if (h[1] || idx || len || !op || op->exp_off != off)
+			return -EPROTO;
+		*op->fetch = arg;
+		list_del(&op->node);
+		s->nasks--;
+		op_done(t, op, 0);
+		release_held(s);
+		return 0;
 	case TCP_FLUSH:
 		if (h[1] || idx || len || off || arg)
 			return -EPROTO;
-		return answer(s, OP_FLUSH_ACK, NULL, NULL, 0, 0);
+		return answer(s, OP_FLUSH_ACK, NULL, NULL, 0, 0, 0);
 	case TCP_FLUSH_ACK:
 		op = awaited(s, OP_FLUSH);
 		if (h[1] || idx || len || off || arg || !op)
@@ -664,9 +723,70 @@ static int frame_start(struct tcp_stream *s, const uint8_t *h)
 		return -EPROTO;
 	}
 	s->left = len;
-	if (!len)
-		frame_done(s);
-	return 0;
+	return len ? 0 : frame_done(s);
+}
+
+/* The CPU atomic @op on @p (aligned): the value found there. */
+static uint64_t amo_apply(uint8_t *p, unsigned int size, uint8_t op,
+			  uint64_t v, uint64_t c)
+{
+#define AMO_APPLY(T)							\
+	do {								\
+		T *a = (T *)p, x = (T)v, e = (T)c;			\
+									\
+		switch (op) {						\
+		case HMC_AMO_FETCH:					\
+			return __atomic_load_n(a, __ATOMIC_SEQ_CST);	\
+		case HMC_AMO_SET:	/* with the old value for @fetch */ \
+		case HMC_AMO_SWAP:					\
+			return __atomic_exchange_n(a, x, __ATOMIC_SEQ_CST); \
+		case HMC_AMO_CSWAP:	/* @e gets what was found */	\
+			__atomic_compare_exchange_n(a, &e, x, false,	\
+						    __ATOMIC_SEQ_CST,	\
+						    __ATOMIC_SEQ_CST);	\
+			return e;					\
+		case HMC_AMO_ADD:					\
+			return __atomic_fetch_add(a, x, __ATOMIC_SEQ_CST); \
+		case HMC_AMO_AND:					\
+			return __atomic_fetch_and(a, x, __ATOMIC_SEQ_CST); \
+		case HMC_AMO_OR:					\
+			return __atomic_fetch_or(a, x, __ATOMIC_SEQ_CST); \
+		default:						\
+			return __atomic_fetch_xor(a, x, __ATOMIC_SEQ_CST); \
+		}							\
+	} while (0)
+
+	if (size == 4)
+		AMO_APPLY(uint32_t);
+	AMO_APPLY(uint64_t);
+#undef AMO_APPLY
+}
+
+/* A peer's AMO, all of it here: check it, apply it, answer if asked. */
+static int amo_serve(struct tcp_stream *s)
+{
+	struct tcp_ctx *t = s->tp->ctx;
+	const uint8_t *b = s->amo;
+	bool fetch = s->flags & TCP_F_FETCH;
+	uint8_t op = b[16], size = b[17];
+	struct tcp_mr *mr;
+	uint64_t old;
+	uint8_t *p;
+
+	if ((size != 4 && size != 8) || op > HMC_AMO_XOR ||
+	    get_be16(b + 18) || get_be32(b + 20) ||
+	    (op == HMC_AMO_FETCH && !fetch))
+		return -EPROTO;
+	p = target(t, s->amo_idx, s->amo_gen, HMC_MR_REMOTE_WRITE |
+		   (fetch ? HMC_MR_REMOTE_READ : 0), s->amo_off, size, &mr);
+	if (!p || (uintptr_t)p % size)
+		return -EPROTO;
+	old = amo_apply(p, size, op, get_be64(b), get_be64(b + 8));
+	if (mr)
+		notify(mr);
+	if (!fetch)
+		return 0;
+	return answer(s, OP_AMO_RESP, NULL, NULL, 0, s->amo_off, old);
 }
 
 static int recv_into(struct tcp_stream *s, void *dst, size_t len)
@@ -724,7 +844,9 @@ static __hot int pull(struct tcp_stream *s)
 				s->dst += n;
 			s->left -= n;
 			if (!s->left) {
-				frame_done(s);
+				n = frame_done(s);
+				if (n)
+					return n;
 				frames++;
 			}
 			continue;
@@ -1288,7 +1410,7 @@ static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
 
 	if (tp->err)
 		return tp->err;
-	if (kind == REQ_MSG)	/* lib/msg's, never posted */
+	if (kind == REQ_MSG || kind == REQ_AMO)	/* not puts nor gets */
 		return -EINVAL;
 	if (kind == REQ_FLUSH)
 		n = tp->nch;
@@ -1339,6 +1461,7 @@ static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
 			hdr_encode(op->hdr, TCP_FLUSH, 0, 0, 0, 0, 0);
 			break;
 		case REQ_MSG:	/* refused above */
+		case REQ_AMO:
 			break;
 		}
 		done += plen;
@@ -1406,6 +1529,46 @@ static int tcp_put_signal(void *ctx, void *xpeer, struct req *r,
 	return rc;
 }
 
+/* An atomic, on the first stream: AMOs to one peer apply in order. */
+static int tcp_amo(void *ctx, void *xpeer, struct req *r, void *xrmr,
+		   const struct xport_amo *a)
+{
+	struct tcp_ctx *t = ctx;
+	struct tcp_peer *tp = xpeer;
+	const struct tcp_rmr *rr = xrmr;
+	struct tcp_op *op;
+	int rc = 0;
+
+	futex_mutex_lock(&t->lock);
+	if (tp->err) {
+		rc = tp->err;
+		goto out;
+	}
+	op = op_get(t);
+	if (!op) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	op->kind = OP_AMO;
+	op->lead = op;
+	op->r = r;
+	op->pieces = 1;
+	op->fetch = a->fetch;
+	op->exp_off = a->off;
+	put_be64(op->amo, a->operand);
+	put_be64(op->amo + 8, a->compare);
+	op->amo[16] = a->op;
+	op->amo[17] = a->size;
+	op->data = op->amo;
+	op->data_len = TCP_AMO_LEN;
+	hdr_encode(op->hdr, TCP_AMO, a->fetch ? TCP_F_FETCH : 0,
+		   rr ? rr->idx : 0, TCP_AMO_LEN, a->off, rr ? rr->gen : 0);
+	queue_op(&tp->st[0], op);
+out:
+	futex_mutex_unlock(&t->lock);
+	return rc;
+}
+
 /* ---------------------------------------------------------- regions */
 
 #define TCP_MR_KEY_LEN	8	/* be16 index, be16 0, be32 generation */
@@ -1425,6 +1588,7 @@ static int tcp_mr_reg(void *ctx, const struct comm_mr *cmr, void **xmr)
 		return -ENOMEM;
 	mr->base = cmr->addr;
 	mr->len = cmr->len;
+	mr->notify = cmr->notify;
 	mr->access = cmr->access;
 	futex_mutex_lock(&t->lock);
 	for (i = 0; i < t->nr_mrs && t->mrs[i]; i++)
@@ -1816,6 +1980,8 @@ const struct xport_ops xport_tcp_ops = {
 	.mr_pack = tcp_mr_pack,
 	.rmr_import = tcp_rmr_import,
 	.post_mr = tcp_post_mr,
+	.amo = tcp_amo,
+	.notifies_writes = true,
 	.progress = tcp_progress,
 	.arm = tcp_arm,
 	.event_fd = tcp_event_fd,

@@ -23,7 +23,10 @@
  * of the target's registered regions (be16 index, be16 0, be32
  * generation); a PUT or GET to it carries the generation in arg (a PUT to
  * a region has no flags), and the GET_RESP names the range asked for
- * instead of where it lands. Other frames name region 0.
+ * instead of where it lands. An AMO names its region the same way (its
+ * generation in arg), and is applied with the CPU's atomics when its
+ * payload has come; an AMO_RESP answers one with F_FETCH, in order. Other
+ * frames name region 0.
  */
 #ifndef HMC_LIB_XPORT_TCP_H
 #define HMC_LIB_XPORT_TCP_H
@@ -49,8 +52,13 @@ enum tcp_frame_type {
 	TCP_GET_RESP,		/* len bytes for [off, off + len) of the asker */
 	TCP_FLUSH,		/* answer once every earlier frame is placed */
 	TCP_FLUSH_ACK,
+	TCP_AMO,		/* TCP_AMO_LEN bytes: an atomic at off; arg: gen */
+	TCP_AMO_RESP,		/* F_FETCH's answer: off as asked, arg the old value */
 };
 
 #define TCP_F_SIGNAL		(1u << 0)
+#define TCP_F_FETCH		(1u << 1)	/* AMO: answer with the old value */
+/* An AMO's payload: be64 operand, be64 compare, u8 op, u8 size, 6 B 0. */
+#define TCP_AMO_LEN		24
 
 #endif

@@ -84,6 +84,12 @@ static int default_post_mr(void *ctx, void *xpeer, struct req *r,
 	return -EOPNOTSUPP;
 }
 
+static int default_amo(void *ctx, void *xpeer, struct req *r, void *xrmr,
+		       const struct xport_amo *a)
+{
+	return -EOPNOTSUPP;
+}
+
 static void fill_tables(void)
 {
 	unsigned int i;
@@ -116,6 +122,8 @@ static void fill_tables(void)
 			o->rmr_import = default_rmr_import;
 		if (!o->post_mr)
 			o->post_mr = default_post_mr;
+		if (!o->amo)
+			o->amo = default_amo;
 	}
 }
 

@@ -18,6 +18,11 @@
  *   - deregistering while a thread keeps posting from the region: dereg
  *     waits for what was posted, later posts get -ENOENT, and the memory
  *     is freed at once (ASan sees any late access);
+ *   - atomics on rank 1's region from rank 0: every op at both sizes,
+ *     fetching and not, old and new values checked; two threads of fetching
+ *     adds and a third of plain ones racing rank 1's CPU atomics on one
+ *     counter lose nothing (the fetched values all differ, the count is
+ *     exact); rights, range, size and alignment refused;
  *   - a stale key: rank 1 deregisters its region and registers another in
  *     its place; rank 0's put with the old handle fails (the connection,
  *     over tcp) and the new region keeps its bytes.
@@ -52,6 +57,8 @@
 enum { MR_HEAP, MR_STATIC, MR_ANON };
 
 static uint8_t static_region[STATIC_LEN];
+/* The heap region's notify word: peers' writes into it count here. */
+static uint32_t heap_writes;
 
 struct ctx {
 	const char *name;
@@ -135,7 +142,8 @@ static int regions(struct ctx *c)
 	c->base[MR_ANON] = c->anon;
 	c->len[MR_ANON] = ANON_LEN;
 	for (i = 0; i < NR_MR; i++) {
-		HMC_OPTS(hmc_mr_opts, o, .access = access[i]);
+		HMC_OPTS(hmc_mr_opts, o, .access = access[i],
+			 .notify = i == MR_HEAP ? &heap_writes : NULL);
 
 		data_fill(c->base[i], 0, c->len[i], seed_of(c->me, 100 + i));
 		rc = hmc_comm_mr_reg(c->comm, c->base[i], c->len[i], &o,
@@ -175,6 +183,12 @@ static int regions(struct ctx *c)
 		tap(!rc && again == c->rmr[i], "importing region %d again gives its handle", i);
 		tap(hmc_comm_rmr_size(c->comm, (uint32_t)c->peer, c->rmr[i]) ==
 		    (int64_t)c->len[i], "region %d has its size", i);
+		/* only tcp places the bytes itself, and only the heap asked */
+		tap(hmc_comm_rmr_notifies(c->comm, (uint32_t)c->peer,
+					  c->rmr[i]) ==
+		    (i == MR_HEAP && hmc_comm_peer_transport(c->comm,
+				(uint32_t)c->peer) == HMC_TRANSPORT_TCP),
+		    "region %d tells whether writes into it are counted", i);
 	}
 	return 0;
 }
@@ -199,10 +213,10 @@ static void bad_descriptors(struct ctx *c)
 	d[len] = 0;
 	tap(hmc_comm_mr_import(c->comm, (uint32_t)c->peer, d, len + 1, &h) ==
 	    -EINVAL, "a descriptor with bytes past its keys is -EINVAL");
-	d[6] = 1;
+	d[7] = 1;
 	tap(hmc_comm_mr_import(c->comm, (uint32_t)c->peer, d, len, &h) ==
 	    -EINVAL, "a descriptor with reserved bits set is -EINVAL");
-	d[6] = 0;
+	d[7] = 0;
 	d[24] = 0xee;	/* the first key's transport: none such */
 	tap(hmc_comm_mr_import(c->comm, (uint32_t)c->peer, d, len, &h) ==
 	    -ENOENT, "a descriptor without a key for the transport is -ENOENT");
@@ -397,6 +411,274 @@ static void refusals(struct ctx *c)
 	    -ERANGE, "an offset that wraps is -ERANGE");
 }
 
+/* ------------------------------------------------------------ atomics */
+
+#define AMO_ADDS	20000
+#define AMO_THREAD_ADDS	5000
+
+/*
+ * The offset of the @k-th 8-byte slot in the peer's heap region past
+ * @from, aligned where it matters: at the owner's address (the region
+ * starts 3 bytes past an allocation).
+ */
+static uint64_t amo_slot(uint64_t from, unsigned int k)
+{
+	uint64_t at = from;
+
+	/* the heap region starts at malloc + 3: malloc's is 16-aligned */
+	while ((at + 3) % 8)
+		at++;
+	return at + 8 * (uint64_t)k;
+}
+
+struct amo_case {
+	enum hmc_amo_op op;
+	unsigned int size;
+	uint64_t init, operand, compare;
+	uint64_t want_old, want_new;
+};
+
+static const struct amo_case amo_cases[] = {
+	{ HMC_AMO_FETCH, 8, 0x1122334455667788ull, 0, 0, 0x1122334455667788ull, 0x1122334455667788ull },
+	{ HMC_AMO_SET, 8, 5, 0xfeedfacecafebeefull, 0, 5, 0xfeedfacecafebeefull },
+	{ HMC_AMO_SWAP, 8, 7, 9, 0, 7, 9 },
+	{ HMC_AMO_CSWAP, 8, 11, 12, 11, 11, 12 },	/* it matches */
+	{ HMC_AMO_CSWAP, 8, 13, 14, 99, 13, 13 },	/* it does not */
+	{ HMC_AMO_ADD, 8, UINT64_MAX, 2, 0, UINT64_MAX, 1 },
+	{ HMC_AMO_AND, 8, 0xf0f0ull, 0x3c3cull, 0, 0xf0f0ull, 0x3030ull },
+	{ HMC_AMO_OR, 8, 0xf000ull, 0x000full, 0, 0xf000ull, 0xf00full },
+	{ HMC_AMO_XOR, 8, 0xffull, 0x0full, 0, 0xffull, 0xf0ull },
+	{ HMC_AMO_FETCH, 4, 0x89abcdefull, 0, 0, 0x89abcdefull, 0x89abcdefull },
+	{ HMC_AMO_SWAP, 4, 1, 0x1ffffffffull, 0, 1, 0xffffffffull },
+	{ HMC_AMO_CSWAP, 4, 3, 4, 3, 3, 4 },
+	{ HMC_AMO_ADD, 4, 0xffffffffull, 3, 0, 0xffffffffull, 2 },
+	{ HMC_AMO_XOR, 4, 0x0f0f0f0full, 0xffffffffull, 0, 0x0f0f0f0full, 0xf0f0f0f0ull },
+};
+#define NR_AMO_CASES	(sizeof(amo_cases) / sizeof(amo_cases[0]))
+
+static uint64_t slot_read(const uint8_t *p, unsigned int size)
+{
+	uint32_t v4;
+	uint64_t v8;
+
+	if (size == 4) {
+		memcpy(&v4, p, 4);
+		return v4;
+	}
+	memcpy(&v8, p, 8);
+	return v8;
+}
+
+static void slot_write(uint8_t *p, unsigned int size, uint64_t v)
+{
+	uint32_t v4 = (uint32_t)v;
+
+	if (size == 4)
+		memcpy(p, &v4, 4);
+	else
+		memcpy(p, &v, 8);
+}
+
+struct adder {
+	struct ctx *c;
+	uint64_t off;
+	uint64_t *seen;		/* the old values it fetched */
+	int failed;
+};
+
+static void *adder_main(void *arg)
+{
+	struct adder *a = arg;
+	hmc_req_t req;
+	int i;
+
+	for (i = 0; i < AMO_THREAD_ADDS; i++)
+		if (hmc_comm_amo_nb(a->c->comm, 1, a->c->rmr[MR_HEAP], a->off,
+				    8, HMC_AMO_ADD, 1, 0, &a->seen[i], &req) ||
+		    hmc_comm_wait(a->c->comm, req, OP_TIMEOUT_MS))
+			a->failed++;
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Rank 0's atomics on rank 1's heap region: every op and size, fetching
+ * and not; then rank 0's adds (two threads fetching, one not) race rank
+ * 1's own CPU atomics on one counter, and none is lost: the fetched old
+ * values are all different and the count is exact.
+ */
+static int atomics(struct ctx *c, int step)
+{
+	uint8_t *heap = c->base[MR_HEAP];
+	uint64_t counter = amo_slot(4096, 0), solo = amo_slot(4096, 1);
+	uint64_t *seen = NULL, got[NR_AMO_CASES];
+	struct adder ad[2] = { { 0 } };
+	pthread_t th[2];
+	hmc_req_t reqs[2 * NR_AMO_CASES];
+	unsigned int i, k, n = 0;
+	uint32_t writes0;
+	bool ok = true;
+	int rc;
+
+	if (c->me == 1) {
+		for (i = 0; i < NR_AMO_CASES; i++) {
+			memset(heap + amo_slot(0, i), 0, 8);
+			memset(heap + amo_slot(512, i), 0, 8);
+			slot_write(heap + amo_slot(0, i), amo_cases[i].size,
+				   amo_cases[i].init);
+			slot_write(heap + amo_slot(512, i), amo_cases[i].size,
+				   amo_cases[i].init);
+		}
+		memset(heap + counter, 0, 8);
+		memset(heap + solo, 0, 8);
+	}
+	writes0 = __atomic_load_n(&heap_writes, __ATOMIC_SEQ_CST);
+	if (step_sync(c, step))
+		return -1;
+	if (c->me == 0) {
+		for (i = 0; i < NR_AMO_CASES; i++) {
+			const struct amo_case *a = &amo_cases[i];
+
+			got[i] = 0xdeadull;
+			rc = hmc_comm_amo_nb(c->comm, 1, c->rmr[MR_HEAP],
+					     amo_slot(0, i), a->size, a->op,
+					     a->operand, a->compare, &got[i],
+					     &reqs[n]);
+			n += !rc;
+			ok &= !rc;
+			if (a->op == HMC_AMO_FETCH)
+				continue;	/* needs @fetch */
+			rc = hmc_comm_amo_nb(c->comm, 1, c->rmr[MR_HEAP],
+					     amo_slot(512, i), a->size, a->op,
+					     a->operand, a->compare, NULL,
+					     &reqs[n]);
+			n += !rc;
+			ok &= !rc;
+		}
+		rc = hmc_comm_wait_all(c->comm, reqs, n, OP_TIMEOUT_MS, NULL);
+		tap(ok && !rc && !hmc_comm_flush(c->comm, 1),
+		    "every atomic posted and complete");
+		for (i = 0, ok = true; i < NR_AMO_CASES; i++)
+			if (got[i] != amo_cases[i].want_old) {
+				diag("atomic %u: fetched %#llx, want %#llx", i,
+				     (unsigned long long)got[i],
+				     (unsigned long long)amo_cases[i].want_old);
+				ok = false;
+			}
+		tap(ok, "fetching atomics return the old values");
+	}
+	if (step_sync(c, step + 1))
+		return -1;
+	if (c->me == 1) {
+		for (i = 0, ok = true; i < NR_AMO_CASES; i++) {
+			const struct amo_case *a = &amo_cases[i];
+			uint64_t v = slot_read(heap + amo_slot(0, i), a->size);
+			uint64_t w = slot_read(heap + amo_slot(512, i), a->size);
+
+			if (v != a->want_new ||
+			    (a->op != HMC_AMO_FETCH && w != a->want_new)) {
+				diag("atomic %u: %#llx and %#llx, want %#llx", i,
+				     (unsigned long long)v,
+				     (unsigned long long)w,
+				     (unsigned long long)a->want_new);
+				ok = false;
+			}
+			/* the bytes after a 4-byte one are untouched */
+			if (a->size == 4 &&
+			    slot_read(heap + amo_slot(0, i) + 4, 4) != 0) {
+				diag("atomic %u: wrote past its 4 bytes", i);
+				ok = false;
+			}
+		}
+		tap(ok, "atomics left the new values");
+		/* our own CPU atomics, racing rank 0's */
+		for (i = 0; i < AMO_ADDS; i++)
+			__atomic_fetch_add((uint64_t *)(heap + counter), 1,
+					   __ATOMIC_SEQ_CST);
+	} else {
+		ok = true;
+		seen = calloc(2 * AMO_THREAD_ADDS, sizeof(*seen));
+		for (k = 0; k < 2 && seen; k++) {
+			ad[k] = (struct adder){ c, counter,
+						seen + k * AMO_THREAD_ADDS, 0 };
+			if (pthread_create(&th[k], NULL, adder_main, &ad[k]))
+				ad[k].failed = -1;
+		}
+		for (i = 0; i < AMO_ADDS - 2 * AMO_THREAD_ADDS; i++) {
+			rc = hmc_comm_amo_nb(c->comm, 1, c->rmr[MR_HEAP], counter,
+					     8, HMC_AMO_ADD, 1, 0, NULL, &reqs[0]);
+			if (!rc)
+				rc = hmc_comm_wait(c->comm, reqs[0],
+						   OP_TIMEOUT_MS);
+			if (rc) {
+				ok = false;
+				break;
+			}
+		}
+		for (k = 0; k < 2 && seen; k++)
+			if (ad[k].failed >= 0)
+				pthread_join(th[k], NULL);
+		tap(seen && ok && !ad[0].failed && !ad[1].failed &&
+		    !hmc_comm_flush(c->comm, 1), "racing adds all complete");
+		if (seen) {
+			qsort(seen, 2 * AMO_THREAD_ADDS, sizeof(*seen), cmp_u64);
+			for (i = 1, ok = true; i < 2 * AMO_THREAD_ADDS; i++)
+				ok &= seen[i] != seen[i - 1];
+			tap(ok, "no two fetching adds saw the same value");
+		}
+		free(seen);
+	}
+	if (step_sync(c, step + 2))
+		return -1;
+	if (c->me == 1) {
+		uint64_t v;
+
+		memcpy(&v, heap + counter, 8);
+		tap(v == 2 * AMO_ADDS, "no add was lost: %llu of %d",
+		    (unsigned long long)v, 2 * AMO_ADDS);
+		if (hmc_comm_rmr_notifies(c->comm, 0, c->rmr[MR_HEAP]) == 1)
+			tap(__atomic_load_n(&heap_writes, __ATOMIC_SEQ_CST) -
+			    writes0 >= AMO_ADDS,
+			    "the peer's atomics counted in the notify word");
+	} else {
+		uint64_t v = 0;
+
+		/* refusals: rights, range, size, alignment */
+		tap(hmc_comm_amo_nb(c->comm, 1, c->rmr[MR_STATIC], 0, 8,
+				    HMC_AMO_ADD, 1, 0, NULL, &reqs[0]) == -EACCES,
+		    "an atomic on a read-only region is -EACCES");
+		tap(hmc_comm_amo_nb(c->comm, 1, c->rmr[MR_ANON], 0, 8,
+				    HMC_AMO_FETCH, 0, 0, &v, &reqs[0]) == -EACCES,
+		    "a fetching atomic on a write-only region is -EACCES");
+		tap(hmc_comm_amo_nb(c->comm, 1, c->rmr[MR_HEAP],
+				    amo_slot(HEAP_LEN - 4, 0), 8, HMC_AMO_ADD,
+				    1, 0, NULL, &reqs[0]) == -ERANGE,
+		    "an atomic past the region's end is -ERANGE");
+		tap(hmc_comm_amo_nb(c->comm, 1, c->rmr[MR_HEAP], counter + 4,
+				    8, HMC_AMO_ADD, 1, 0, NULL, &reqs[0]) == -EINVAL,
+		    "a misaligned atomic is -EINVAL");
+		tap(hmc_comm_amo_nb(c->comm, 1, c->rmr[MR_HEAP], counter, 2,
+				    HMC_AMO_ADD, 1, 0, NULL, &reqs[0]) == -EINVAL,
+		    "a 2-byte atomic is -EINVAL");
+		tap(hmc_comm_amo_nb(c->comm, 1, c->rmr[MR_HEAP], counter, 8,
+				    HMC_AMO_FETCH, 0, 0, NULL, &reqs[0]) == -EINVAL,
+		    "a fetch without a place for the value is -EINVAL");
+		/* the ConnBuffer as the target */
+		rc = hmc_comm_amo_nb(c->comm, 1, 0, 64, 8, HMC_AMO_SWAP, 0x77,
+				     0, &v, &reqs[0]);
+		if (!rc)
+			rc = hmc_comm_wait(c->comm, reqs[0], OP_TIMEOUT_MS);
+		tap(!rc, "an atomic on the ConnBuffer: %s", hmc_strerror(rc));
+	}
+	return step_sync(c, step + 3);
+}
+
 struct poster {
 	struct ctx *c;
 	uint32_t mr;
@@ -523,9 +805,15 @@ static int case_all(struct mesh *m, void *arg)
 		return 1;
 	if (hmc_comm_peer_transport(c.comm, (uint32_t)c.peer) ==
 	    HMC_TRANSPORT_SHM) {
+		hmc_req_t req;
+		uint64_t v;
+
 		rc = hmc_comm_mr_reg(c.comm, static_region, 4096, &o, &mr);
 		tap(rc == -EOPNOTSUPP, "shm has no regions: %s",
 		    hmc_strerror(rc));
+		rc = hmc_comm_amo_nb(c.comm, (uint32_t)c.peer, 0, 0, 8,
+				     HMC_AMO_FETCH, 0, 0, &v, &req);
+		tap(rc == -EOPNOTSUPP, "nor atomics: %s", hmc_strerror(rc));
 		goto out;
 	}
 	if (regions(&c))
@@ -534,6 +822,8 @@ static int case_all(struct mesh *m, void *arg)
 	if (transfers(&c, false, 10) || transfers(&c, true, 20))
 		goto out;
 	refusals(&c);
+	if (atomics(&c, 40))
+		goto out;
 	dereg_busy(&c);
 	if (hmc_comm_peer_transport(c.comm, (uint32_t)c.peer) ==
 	    HMC_TRANSPORT_TCP) {

@@ -131,7 +131,7 @@
 #define WRID_CH(id)		((uint32_t)((id) >> 32) & 0xff)
 #define WRID_SLOT(id)		((uint32_t)(id))
 
-#define OP_SIGNAL		(REQ_MSG + 1)	/* besides enum req_op */
+#define OP_SIGNAL		(REQ_AMO + 1)	/* besides enum req_op */
 
 struct vb_ctx {
 	struct hmc_comm *comm;
