@@ -183,6 +183,8 @@ int shm_peer_init(char *why, size_t why_len);
 void shm_peer_fini(void);
 /* Whether some PE is remote (then every PE runs a progress thread). */
 bool shm_peer_remote(void);
+/* Whether some peer's puts land in our memory without telling us. */
+bool shm_peer_silent(void);
 /* End every other PE with @status (global_exit); false if none is remote. */
 bool shm_peer_exit(int status);
 /*

@@ -52,7 +52,8 @@ void shm_backoff_init(void)
 	if (shm_peer_remote() && !mapped) {
 		shm.spin_limit = SPIN_REMOTE;
 		shm.yield_limit = 0;
-		shm.sleep_ns = SLEEP_REMOTE_NS;
+		/* writes nobody counts (a NIC's) are seen only by looking */
+		shm.sleep_ns = shm_peer_silent() ? SLEEP_NS : SLEEP_REMOTE_NS;
 		return;
 	}
 	/* With remote PEs, each local one has a progress thread to run too. */

@@ -32,7 +32,12 @@
  * BYE) and a one-sided get first flush it, and so do fence and quiet.
  * Neither goes one-sided while requests to that PE are not known to be
  * applied (it would overtake them): it then goes as a request, until the
- * next quiet.
+ * next quiet. AMOs go the same way, as the communicator's remote atomics
+ * (tcp: applied by the target's progress engine with the same CPU
+ * atomics), where the transport counts them in the target's notify word,
+ * the count its waiters sleep on; one-sided puts count there too. Where
+ * a transport's writes land unannounced (a NIC's), AMOs stay requests and
+ * waiters look more often (shm_peer_silent()).
  *
  * Waiting: the progress thread and every requester wait in blocking
  * receives, which sleep until a frame wakes the communicator; a PE
@@ -130,6 +135,9 @@ static struct {
 	/* Our segments' regions (0: none) and each peer's [pe * NR_SEGS + seg]. */
 	uint32_t mr[NR_SEGS];
 	uint32_t *rmr;
+	/* [pe * NR_SEGS + seg]: AMOs go as the communicator's atomics */
+	uint8_t *native;
+	bool silent;		/* some peer's writes land unannounced */
 	uint8_t *unflushed;	/* per PE: one-sided puts not known to be visible */
 } pr;
 
@@ -300,6 +308,49 @@ static bool one_sided(const char *call, int pe, bool put, uint8_t seg,
 	if (err)
 		lost(call, pe, err);
 	if (put)
+		__atomic_store_n(&pr.unflushed[pe], 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+_Static_assert(SHM_AMO_FETCH == (int)HMC_AMO_FETCH &&
+	       SHM_AMO_SET == (int)HMC_AMO_SET &&
+	       SHM_AMO_SWAP == (int)HMC_AMO_SWAP &&
+	       SHM_AMO_CSWAP == (int)HMC_AMO_CSWAP &&
+	       SHM_AMO_ADD == (int)HMC_AMO_ADD &&
+	       SHM_AMO_AND == (int)HMC_AMO_AND &&
+	       SHM_AMO_OR == (int)HMC_AMO_OR &&
+	       SHM_AMO_XOR == (int)HMC_AMO_XOR, "one numbering of the AMOs");
+
+/*
+ * AMO @h on @pe by the communicator's remote atomics, where the transport
+ * to @pe has them and counts them in the target's notify word (its
+ * waiters must see them): whether it did.
+ */
+static bool native_amo(const char *call, int pe, const struct req_hdr *h,
+		       uint64_t *fetch)
+{
+	uint32_t rmr = pr.rmr ? pr.rmr[pe * NR_SEGS + h->seg] : 0;
+	hmc_req_t r;
+	int err;
+
+	/* It would overtake requests not yet applied: those go first. */
+	if (!rmr || !pr.native[pe * NR_SEGS + h->seg] ||
+	    __atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) <
+	    __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE))
+		return false;
+	err = hmc_comm_amo_nb(pr.comm, (uint32_t)pe, rmr, h->off, h->size,
+			      (enum hmc_amo_op)h->amo, h->val, h->cond, fetch,
+			      &r);
+	if (err == -EOPNOTSUPP) {
+		__atomic_store_n(&pr.native[pe * NR_SEGS + h->seg], 0,
+				 __ATOMIC_RELAXED);
+		return false;
+	}
+	if (!err)
+		err = hmc_comm_wait(pr.comm, r, pr.timeout_ms);
+	if (err)
+		lost(call, pe, err);
+	if (!fetch)
 		__atomic_store_n(&pr.unflushed[pe], 1, __ATOMIC_RELEASE);
 	return true;
 }
@@ -508,6 +559,8 @@ uint64_t shm_amo(const char *call, int pe, void *addr, unsigned int size,
 	if (p)
 		return shm_amo_apply(p, size, op, val, cond);
 	h.seg = locate(call, addr, &h.off);
+	if (native_amo(call, pe, &h, fetch ? &old : NULL))
+		return old;
 	if (!fetch) {
 		send_req(call, pe, &h, sizeof(h));
 		sent_one(pe);
@@ -847,6 +900,28 @@ bool shm_peer_remote(void)
 }
 
 /*
+ * How to reach @pe's segment @s: AMOs as the communicator's atomics only
+ * where they count in its notify word. The transport is the same both
+ * ways, so where ours land unannounced, @pe's land so here: our waiters
+ * must then poll rather than sleep long (shm_peer_silent()).
+ */
+static void rma_classify(int pe, unsigned int s)
+{
+	uint32_t rmr = pr.rmr[pe * NR_SEGS + s];
+	int notifies = rmr ? hmc_comm_rmr_notifies(pr.comm, (uint32_t)pe, rmr) :
+			     0;
+
+	pr.native[pe * NR_SEGS + s] = notifies == 1;
+	if (rmr && notifies != 1)
+		pr.silent = true;
+}
+
+bool shm_peer_silent(void)
+{
+	return pr.silent;
+}
+
+/*
  * Register our segments as regions and swap their descriptors with every
  * remote PE: u8 count, then per segment be16 length and the descriptor
  * (length 0: that segment has none). Any segment without a region on
@@ -855,7 +930,7 @@ bool shm_peer_remote(void)
 static int rma_setup(char *why, size_t why_len)
 {
 	HMC_OPTS(hmc_mr_opts, o, .access = HMC_MR_REMOTE_READ |
-		 HMC_MR_REMOTE_WRITE);
+		 HMC_MR_REMOTE_WRITE, .notify = &pr.applied);
 	size_t cap = 1 + NR_SEGS * (2 + HMC_MR_DESC_MAX), len, pos;
 	unsigned int nseg = 1 + shm.ndata, s;
 	struct hmc_msg_status st;
@@ -865,7 +940,8 @@ static int rma_setup(char *why, size_t why_len)
 	out = malloc(cap);
 	in = malloc(cap);
 	pr.rmr = calloc((size_t)shm.npes * NR_SEGS, sizeof(*pr.rmr));
-	if (!out || !in || !pr.rmr) {
+	pr.native = calloc((size_t)shm.npes * NR_SEGS, sizeof(*pr.native));
+	if (!out || !in || !pr.rmr || !pr.native) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -912,6 +988,7 @@ static int rma_setup(char *why, size_t why_len)
 						      in + pos + 2, len,
 						      &pr.rmr[pe * NR_SEGS + s]))
 				pr.rmr[pe * NR_SEGS + s] = 0;
+			rma_classify(pe, s);
 		}
 		if (s < nseg || pos != st.len)
 			break;
@@ -937,7 +1014,9 @@ static void rma_fini(void)
 			hmc_comm_mr_dereg(pr.comm, pr.mr[s]);
 	memset(pr.mr, 0, sizeof(pr.mr));
 	free(pr.rmr);
+	free(pr.native);
 	pr.rmr = NULL;
+	pr.native = NULL;
 }
 
 int shm_peer_init(char *why, size_t why_len)

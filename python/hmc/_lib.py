@@ -83,6 +83,22 @@ class BufOpts(Structure):
     ]
 
 
+class MrOpts(Structure):
+    """struct hmc_mr_opts."""
+    _fields_ = [
+        ("sz", c_size_t),
+        ("access", c_uint32),
+        ("mem_type", c_uint32),
+        ("device", ctypes.c_int32),
+        ("reserved", c_uint32),
+        ("notify", POINTER(c_uint32)),
+    ]
+
+
+MR_REMOTE_READ = 1 << 0
+MR_REMOTE_WRITE = 1 << 1
+MR_DESC_MAX = 1024
+
 COMM_F_NO_PROGRESS_THREAD = 1 << 0
 COMM_F_NO_UNIX = 1 << 1
 BUF_F_REQUIRE_KMOD = 1 << 0

@@ -26,6 +26,7 @@ HEADERS = [os.path.join(HEADER_DIR, "hmc", h) for h in ("hmc.h", "pool.h")]
 STRUCTS = {
     "hmc_comm_opts": _lib.CommOpts,
     "hmc_buf_opts": _lib.BufOpts,
+    "hmc_mr_opts": _lib.MrOpts,
     "hmc_msg_status": _lib.MsgStatus,
     "hmc_msg": _lib.Msg,
     "hmc_pool_opts": hmc.pool.PoolOpts,
@@ -37,6 +38,9 @@ CONSTANTS = {
     "HMC_COMM_F_NO_UNIX": _lib.COMM_F_NO_UNIX,
     "HMC_BUF_F_REQUIRE_KMOD": _lib.BUF_F_REQUIRE_KMOD,
     "HMC_BUF_F_NO_KMOD": _lib.BUF_F_NO_KMOD,
+    "HMC_MR_REMOTE_READ": _lib.MR_REMOTE_READ,
+    "HMC_MR_REMOTE_WRITE": _lib.MR_REMOTE_WRITE,
+    "HMC_MR_DESC_MAX": _lib.MR_DESC_MAX,
     "HMC_MEM_CPU": hmc.MemoryType.CPU,
     "HMC_MEM_CUDA": hmc.MemoryType.CUDA,
     "HMC_MEM_ROCM": hmc.MemoryType.ROCM,
