@@ -27,9 +27,13 @@
  * peers' (where the transport to them carries regions: tcp, ucx, verbs).
  * A put above INLINE_MAX from symmetric memory, and a get above it into
  * symmetric memory, then moves straight between the segments, with no
- * request and no copy on either side. Such a put travels apart from the
- * requests, so the next request to that PE (an AMO, a signal, a QUIET, a
- * BYE) and a one-sided get first flush it, and so do fence and quiet.
+ * request and no copy on either side. Smaller ones do so too where the
+ * target's transport counts them for its waiters (below), from or into a
+ * registered bounce page where our side is no symmetric memory: served by
+ * the target's progress engine, with no hop through its progress thread.
+ * Such a put travels apart from the requests, so the next request to
+ * that PE (an AMO, a signal, a QUIET, a BYE) and a one-sided get first
+ * flush it, and so do fence and quiet.
  * Neither goes one-sided while requests to that PE are not known to be
  * applied (it would overtake them): it then goes as a request, until the
  * next quiet. AMOs go the same way, as the communicator's remote atomics
@@ -138,8 +142,12 @@ static struct {
 	/* [pe * NR_SEGS + seg]: AMOs go as the communicator's atomics */
 	uint8_t *native;
 	bool silent;		/* some peer's writes land unannounced */
+	/* Small transfers whose memory here is no region go through this. */
+	pthread_mutex_t bounce_lock;
+	uint8_t *bounce;
+	uint32_t bounce_mr;
 	uint8_t *unflushed;	/* per PE: one-sided puts not known to be visible */
-} pr;
+} pr = { .bounce_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /*
  * The progress thread's receive buffer, one request at a time. Its
@@ -280,33 +288,55 @@ static void sent_one(int pe)
  * whether it did.
  */
 static bool one_sided(const char *call, int pe, bool put, uint8_t seg,
-		      uint64_t off, const void *loc, size_t len)
+		      uint64_t off, void *loc, size_t len)
 {
-	uint32_t rmr = pr.rmr ? pr.rmr[pe * NR_SEGS + seg] : 0;
+	uint32_t rmr = pr.rmr ? pr.rmr[pe * NR_SEGS + seg] : 0, lmr;
+	bool small = len <= INLINE_MAX, bounced = false;
 	uint64_t loff;
 	hmc_req_t r;
 	int lseg, err;
 
-	/* It would overtake requests not yet applied: those go first. */
-	if (!rmr || __atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) <
-		    __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE))
+	/*
+	 * It would overtake requests not yet applied: those go first. A
+	 * small one goes one-sided only where the target's waiters are told
+	 * (a request would wake them sooner than their polls).
+	 */
+	if (!rmr || (small && !pr.native[pe * NR_SEGS + seg]) ||
+	    __atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) <
+	    __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE))
 		return false;
 	lseg = shm_sym_locate(loc, &loff);
-	if (lseg < 0 || !pr.mr[lseg] || !shm_sym_local((unsigned int)lseg,
-							loff, len))
+	if (lseg >= 0 && pr.mr[lseg] &&
+	    shm_sym_local((unsigned int)lseg, loff, len)) {
+		lmr = pr.mr[lseg];
+	} else if (small && pr.bounce_mr) {
+		/* our side is no region: through the bounce page */
+		pthread_mutex_lock(&pr.bounce_lock);
+		bounced = true;
+		if (put)
+			memcpy(pr.bounce, loc, len);
+		lmr = pr.bounce_mr;
+		loff = 0;
+	} else {
 		return false;
+	}
 	if (put) {
-		err = hmc_comm_put_mr_nb(pr.comm, (uint32_t)pe, pr.mr[lseg],
-					 loff, rmr, off, len, &r);
+		err = hmc_comm_put_mr_nb(pr.comm, (uint32_t)pe, lmr, loff, rmr,
+					 off, len, &r);
 	} else {
 		flush_puts(call, pe);
-		err = hmc_comm_get_mr_nb(pr.comm, (uint32_t)pe, pr.mr[lseg],
-					 loff, rmr, off, len, &r);
+		err = hmc_comm_get_mr_nb(pr.comm, (uint32_t)pe, lmr, loff, rmr,
+					 off, len, &r);
 	}
 	if (!err)
 		err = hmc_comm_wait(pr.comm, r, pr.timeout_ms);
 	if (err)
 		lost(call, pe, err);
+	if (bounced) {
+		if (!put)
+			memcpy(loc, pr.bounce, len);
+		pthread_mutex_unlock(&pr.bounce_lock);
+	}
 	if (put)
 		__atomic_store_n(&pr.unflushed[pe], 1, __ATOMIC_RELEASE);
 	return true;
@@ -366,8 +396,7 @@ remote_put(const char *call, int pe, void *dest, const void *src, size_t len)
 	m.h.kind = RQ_PUT;
 	m.h.seg = locate(call, dest, &m.h.off);
 	m.h.len = len;
-	if (len > INLINE_MAX &&
-	    one_sided(call, pe, true, m.h.seg, m.h.off, src, len))
+	if (one_sided(call, pe, true, m.h.seg, m.h.off, (void *)src, len))
 		return;
 	if (len <= INLINE_MAX) {
 		memcpy(m.data, src, len);
@@ -411,8 +440,7 @@ void shm_get(const char *call, int pe, void *dest, const void *src,
 		return;
 	}
 	h.seg = locate(call, src, &h.off);
-	if (len > INLINE_MAX &&
-	    one_sided(call, pe, false, h.seg, h.off, dest, len))
+	if (one_sided(call, pe, false, h.seg, h.off, dest, len))
 		return;
 	call_remote(call, pe, &h, dest, len);
 }
@@ -945,6 +973,10 @@ static int rma_setup(char *why, size_t why_len)
 		err = -ENOMEM;
 		goto out;
 	}
+	pr.bounce = malloc(INLINE_MAX);
+	if (pr.bounce && hmc_comm_mr_reg(pr.comm, pr.bounce, INLINE_MAX, NULL,
+					 &pr.bounce_mr))
+		pr.bounce_mr = 0;
 	out[0] = (uint8_t)nseg;
 	for (pos = 1, s = 0; s < nseg; s++) {
 		const struct shm_seg *sg = s ? &shm.data[s - 1] : &shm.heap;
@@ -1013,6 +1045,11 @@ static void rma_fini(void)
 		if (pr.mr[s])
 			hmc_comm_mr_dereg(pr.comm, pr.mr[s]);
 	memset(pr.mr, 0, sizeof(pr.mr));
+	if (pr.bounce_mr)
+		hmc_comm_mr_dereg(pr.comm, pr.bounce_mr);
+	pr.bounce_mr = 0;
+	free(pr.bounce);
+	pr.bounce = NULL;
 	free(pr.rmr);
 	free(pr.native);
 	pr.rmr = NULL;
