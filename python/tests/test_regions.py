@@ -4,15 +4,19 @@ put_region/get_region and their _nb forms, atomic) between sessions of
 this process over the tcp transport, each with its own communicator and
 rank: descriptors swapped by message, every byte checked, rights, bounds,
 deregistration, every atomic op, racing adds from two ranks, the notify
-word; over shm, regions and atomics are refused."""
+word; over shm, regions and atomics are refused. ProcessTest does the
+same with rank 1 in a process of its own (peers/region_peer.py)."""
 
 import errno
 import gc
+import os
+import sys
 import threading
 import unittest
 
 import hmc
-from support import LOOPBACK, TestCase, free_port, pattern, try_import
+from support import (LOOPBACK, PEERS, Peer, TestCase, free_port, pattern,
+                     try_import)
 
 np = try_import("numpy")
 torch = try_import("torch")
@@ -466,6 +470,74 @@ class NotifyTest(Base):
             self.assertEqual(m.writes, puts + amos)
             self.assertEqual(int(x[0]), sum(range(amos)))
             self.assertBytes(x.tobytes()[8:8 + 4096 * puts], data * puts)
+
+
+@unittest.skipIf(np is None, "NumPy is not installed")
+class ProcessTest(Base):
+    """Rank 1 in another process: transfers both ways, its fetching adds
+    racing rank 2's (here) on rank 0's counter, the notify word."""
+
+    def setUp(self):
+        sys.path.insert(0, PEERS)
+        self.addCleanup(sys.path.remove, PEERS)
+        import region_peer
+        self.rp = region_peer
+        self.port = free_port()
+        self.a = self.new()
+        self.a.init_server(bind_ip=LOOPBACK, ctrl_tcp_port=self.port,
+                           self_id=0)
+
+    def test_two_processes(self):
+        rp = self.rp
+        base = np.zeros(rp.X_LEN + 3, dtype=np.uint8)
+        x = base[3:]                                # an odd address
+        x[:] = np.frombuffer(rp.x_initial(), dtype=np.uint8)
+        # an 8-byte word aligned in memory, not in the region
+        counter = rp.X_LEN - 64 - (x.ctypes.data + rp.X_LEN - 64) % 8
+        x[counter:counter + 8] = 0
+        peer = Peer([os.path.join(PEERS, "region_peer.py"), str(self.port)])
+        self.addCleanup(peer.kill)
+        self.assertEqual(self.a.ctrl_recv(1), rp.HELLO)
+        mx = self.a.register(x, remote_read=True, remote_write=True,
+                             notify=True)
+        self.addCleanup(mx.close)
+        desc = bytearray(hmc.MR_DESC_MAX)
+        n = self.a.recv_data_from(peer=1, dest_obj=desc, tag=rp.TAG_DESC1)
+        ry = self.a.import_region(1, desc[:n])
+        self.assertEqual(ry.nbytes, rp.Y_LEN)
+        self.a.send_data_to(peer=1, data=mx.pack(), tag=rp.TAG_DESC0)
+
+        c = self.join(2)
+        rc = c.import_region(0, mx.pack())
+        mine = []
+        adder = threading.Thread(target=lambda: mine.extend(
+            c.atomic(0, rc, counter, hmc.AmoOp.ADD, 1)
+            for _ in range(rp.ADDS)))
+        self.a.ctrl_send(1, counter)                # go
+        adder.start()
+        theirs = np.empty(rp.ADDS, dtype=np.uint64)
+        self.a.recv_data_from(peer=1, dest_obj=theirs, tag=rp.TAG_SEEN)
+        adder.join(60)
+        self.assertFalse(adder.is_alive())
+        self.assertEqual(self.a.ctrl_recv(1), rp.DONE)
+        self.assertEqual(sorted(mine + theirs.tolist()),
+                         list(range(2 * rp.ADDS)))
+
+        want = bytearray(rp.x_initial())
+        want[1001:1001 + rp.PUT] = rp.y_initial()[13:13 + rp.PUT]
+        want[counter:counter + 8] = (2 * rp.ADDS).to_bytes(8, "little")
+        self.assertBytes(x.tobytes(), want)
+        self.assertEqual(mx.writes, 1 + 2 * rp.ADDS)    # the put, the adds
+
+        self.a.buf.put(rp.back())
+        self.a.put_region(None, 0, ry, rp.Y_PUT_AT, rp.PUT_BACK)
+        self.a.get_region(mx, 0, ry, rp.Y_GOT_AT, rp.GET)   # sees the put
+        self.a.ctrl_send(1, rp.CHECK)
+        status, out = peer.finish(timeout=60)
+        self.assertEqual(status, 0, out)
+        self.assertIn("rank 1: ok", out)
+        self.assertBytes(x.tobytes()[:rp.GET],
+                         rp.x_initial()[rp.X_LEN // 2:rp.X_LEN // 2 + rp.GET])
 
 
 class TorchTest(Base):
