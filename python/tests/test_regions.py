@@ -243,6 +243,21 @@ class TransferTest(Base):
         gc.collect()
         fresh.extend(b"x")                  # collected: deregistered
 
+    def test_raw_address(self):
+        """A raw address with device= and nbytes=: host memory registers;
+        device memory is refused by tcp, whose kernel would touch it."""
+        w = np.frombuffer(pattern(8191, 14), dtype=np.uint8).copy()
+        with self.a.register(w.ctypes.data, nbytes=8191, device="cpu",
+                             remote_read=True) as m:
+            self.assertEqual((m.nbytes, m.mem_type),
+                             (8191, hmc.MemoryType.CPU))
+            r = self.share(self.a, 0, self.b, 1, m)
+            self.b.get_region(self.my, 1, r, 0, 8191)
+            self.assertBytes(self.y[1:8192], w.tobytes())
+        e = self.assertErrno(errno.EOPNOTSUPP, self.a.register,
+                             w.ctypes.data, nbytes=8191, device="cuda")
+        self.assertIn("CUDA", str(e))
+
     def test_packed_before_the_transport_came_up(self):
         """A descriptor has keys for the transports up when it was packed:
         one packed before any peer connected has none (ENOENT); the region
