@@ -7,7 +7,9 @@
     sess.put("10.0.0.1", b"hello hmc", conn=hmc.ConnType.UCX)
 
 hmc.init_world() joins the world of the launcher (mpirun, torchrun, hmcrun)
-and gives rank, size, collectives and a communicator (hmc.world); hmc.pool
+and gives rank, size, collectives and a communicator (hmc.world); a
+session's register()/import_region() give one-sided transfers and remote
+atomics on memory outside its buffer (hmc.regions); hmc.pool
 puts every rank's memory into one global address space over a world.
 See hmc.session for the two calling styles and how they map onto libhmc,
 hmc.payload for what can be sent. libhmc is found through HMC_LIBRARY (a
@@ -17,17 +19,19 @@ path), the source tree's build/lib, the dynamic linker, or <prefix>/lib.
 from . import _lib, collective, pool
 from .buffer import IOBuffer
 from .collective import Group
-from .enums import ConnType, MemoryType, Status
+from .enums import AmoOp, ConnType, MemoryType, Status
 from .errors import HMCBufferError, HMCError, HMCStatusError, HMCTimeoutError
 from .messages import ANY_SOURCE, ANY_TAG, P2POp, Request
+from .regions import MR_DESC_MAX, Region, RemoteRegion
 from .session import Session, create_session
 from .world import World, init_world
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ANY_SOURCE", "ANY_TAG", "ConnType", "Group", "HMCBufferError", "HMCError",
-    "HMCStatusError", "P2POp", "Request",
+    "ANY_SOURCE", "ANY_TAG", "AmoOp", "ConnType", "Group", "HMCBufferError",
+    "HMCError", "HMCStatusError", "MR_DESC_MAX", "P2POp", "Region",
+    "RemoteRegion", "Request",
     "HMCTimeoutError", "IOBuffer", "MemoryType", "Session", "Status",
     "World", "create_session", "init_world", "library_path",
     "memory_supported", "pool", "version",

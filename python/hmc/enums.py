@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Status, MemoryType and ConnType: the reference HMC's names, our values.
+"""Status, MemoryType and ConnType: the reference HMC's names, our values;
+AmoOp: libhmc's remote atomics.
 
 The values of MemoryType and ConnType members that libhmc implements are
 libhmc's own (enum hmc_mem_type, enum hmc_transport); the reference's names
@@ -77,3 +78,18 @@ class ConnType(IntEnum):
     RDMA = 2
     SHM = 3
     TCP = 4
+
+
+class AmoOp(IntEnum):
+    """A remote atomic's operation (enum hmc_amo_op), for Session.atomic():
+    FETCH reads; SET and SWAP store the value; CSWAP stores it where the
+    word equals ``compare``; ADD, AND, OR and XOR combine it with the word.
+    Each gives the word's old value when fetched (FETCH must be)."""
+    FETCH = 0
+    SET = 1
+    SWAP = 2
+    CSWAP = 3
+    ADD = 4
+    AND = 5
+    OR = 6
+    XOR = 7

@@ -34,6 +34,12 @@ memory, staged through the message region at the end of the buffer):
 send_data_to()/recv_data_from() (the reference's names), isend()/irecv()
 and batch_isend_irecv() with their Requests (hmc.messages).
 
+Memory regions (hmc.regions): register() pins any payload's memory for
+one-sided transfers by offset, import_region() takes a peer's descriptor,
+put_region()/get_region() (and their _nb forms, whose requests wait()
+takes) move bytes between a region or the ConnBuffer on either side, and
+atomic() applies a remote atomic to a peer's word.
+
 The signals use u64 tags whose top 16 bits are 0x484D ("HM"); they share
 the peer's tag stream with ctrl_send()/ctrl_recv() and are sorted out here,
 so ctrl_recv() never sees them and ctrl_send() refuses that range.
@@ -58,9 +64,9 @@ from collections import deque
 
 from . import _lib
 from .buffer import IOBuffer
-from .enums import ConnType, MemoryType, Status
+from .enums import AmoOp, ConnType, MemoryType, Status
 from .errors import HMCBufferError, HMCError, HMCTimeoutError, check, error
-from . import messages
+from . import messages, regions
 from .payload import dest, source
 
 SLICE_MS = 100
@@ -172,7 +178,9 @@ class _Comm:
         self.lock = threading.RLock()
         self.endpoints = {}     # (ip, port) -> rank, from connect()
         self.peers = {}         # rank -> _Peer
-        self.orphans = []       # requests whose waiter gave up
+        self.orphans = {}       # requests whose waiter gave up: what
+                                # they write into (a fetch's word)
+        self.pins = {}          # our regions: handle -> regions._Pin
 
     def peer(self, rank):
         with self.lock:
@@ -252,6 +260,11 @@ class _Comm:
                     p.untaken.popleft()
         finally:                        # Ctrl-C cuts the linger short
             self.lib.hmc_comm_destroy(self.handle)
+            # Its regions went with it: their memory may go now.
+            with self.lock:
+                pins, self.pins = self.pins, {}
+            for pin in pins.values():
+                pin.stack.close()
 
 
 class Session:
@@ -552,28 +565,33 @@ class Session:
     def _reap(self, c):
         """Collect requests that a timed-out or interrupted waiter left."""
         with c.lock:
-            c.orphans = [r for r in c.orphans
+            c.orphans = {r: keep for r, keep in c.orphans.items()
                          if self._lib.hmc_comm_test(c.handle, r) ==
-                         -errno.EINPROGRESS]
+                         -errno.EINPROGRESS}
 
-    def _post(self, op, rank, local_off, remote_off, nbytes):
+    def _post(self, op, rank, local_off, remote_off, nbytes, mr=0, rmr=0):
+        """Post a put or get between our ConnBuffer (or region @mr) and
+        the peer's (or its imported region @rmr; handle 0 names the
+        ConnBuffer, as in hmc_comm_put_nb()): the request."""
         if local_off < 0 or remote_off < 0 or nbytes < 0:
             raise HMCError(errno.ERANGE, "%s: negative offset or size" % op)
         c = self._cs
         if c.orphans:
             self._reap(c)
         p = c.peer(rank)
-        fn = self._lib.hmc_comm_put_nb
-        if op == "get":
-            if p.dirty:
-                self.flush(rank)        # a get sees our earlier puts
-            fn = self._lib.hmc_comm_get_nb
+        if op == "get" and p.dirty:
+            self.flush(rank)            # a get sees our earlier puts
         req = _lib.c_req()
-        rc = fn(c.handle, rank, int(local_off), int(remote_off), int(nbytes),
-                ctypes.byref(req))
+        fn = self._lib.hmc_comm_put_mr_nb if op == "put" else \
+            self._lib.hmc_comm_get_mr_nb
+        rc = fn(c.handle, rank, mr, int(local_off), rmr, int(remote_off),
+                int(nbytes), ctypes.byref(req))
         if rc:
-            raise c.fail(rc, "%s of %d bytes (local %d, remote %d) to" %
-                             (op, nbytes, local_off, remote_off), rank)
+            where = "" if not (mr or rmr) else \
+                " between region %#x and region %#x" % (mr, rmr)
+            raise c.fail(rc, "%s of %d bytes (local %d, remote %d)%s to" %
+                             (op, nbytes, local_off, remote_off, where),
+                         rank)
         if op == "put":
             p.dirty = True
         return req.value
@@ -600,17 +618,23 @@ class Session:
             if self._lib.hmc_comm_test(self.comm, req) != -errno.EINPROGRESS:
                 raise error(rc, what)
 
-    def _transfer(self, op, rank, local_off, remote_off, nbytes, timeout):
-        req = self._post(op, rank, local_off, remote_off, nbytes)
+    def _transfer(self, op, rank, local_off, remote_off, nbytes, timeout,
+                  mr=0, rmr=0):
+        req = self._post(op, rank, local_off, remote_off, nbytes, mr, rmr)
+        self._complete(req, self._cs.what(op, rank), timeout)
+
+    def _complete(self, req, what, timeout, keep=None):
+        """Wait for @req; if we give up, it stays in the orphans with
+        @keep, what it writes into, until it is done."""
         done = False
         try:
-            self._wait_one(req, timeout, self._cs.what(op, rank))
+            self._wait_one(req, timeout, what)
             done = True
         finally:
             if not done:
                 c = self._cs
                 with c.lock:
-                    c.orphans.append(req)
+                    c.orphans[req] = keep
 
     def put_remote(self, ip=None, port=None, local_off=0, remote_off=0,
                    nbytes=0, conn=None, *, peer=None, timeout=None):
@@ -689,6 +713,125 @@ class Session:
         check(self._lib.hmc_comm_barrier(self.comm, _timeout_ms(seconds)),
               "barrier")
         return Status.SUCCESS
+
+    # --------------------------------------------------- memory regions
+
+    def register(self, obj, *, remote_read=False, remote_write=False,
+                 notify=False, nbytes=None, device=None):
+        """Register ``obj``'s memory (its first ``nbytes``) for one-sided
+        transfers: a Region (see hmc.regions), which keeps ``obj`` alive
+        and pinned until closed. ``remote_read``/``remote_write`` let
+        peers get from/put into it; with ``notify`` its ``writes`` counts
+        peers' puts and atomics landing in it (where the transport places
+        the bytes itself: tcp). Register once the peers are connected
+        (EOPNOTSUPP where the only transport up is shm)."""
+        access = (_lib.MR_REMOTE_READ if remote_read else 0) | \
+            (_lib.MR_REMOTE_WRITE if remote_write else 0)
+        return regions.register(self._cs, obj, nbytes, access, notify,
+                                device)
+
+    def import_region(self, peer, desc):
+        """A RemoteRegion for ``desc``, the descriptor (Region.pack()) of
+        a region of connected ``peer`` (a rank or address): EINVAL for one
+        that does not parse, ENOENT for one without a key for the
+        transport that reaches the peer."""
+        return regions.import_region(self._cs, self._rank(peer), desc)
+
+    def _regions(self, op, local, remote):
+        """(rank, mr, rmr) of a transfer between @local (a Region, or None
+        or sess.buf: the ConnBuffer) and @remote (a RemoteRegion, or a
+        peer: its ConnBuffer)."""
+        c = self._cs
+        if local is None or local is self.buf:
+            mr = 0
+        elif isinstance(local, regions.Region):
+            mr = local._handle_in(c)
+            if op == "get" and not local.writable:
+                raise HMCBufferError("cannot get into %r: its %s is "
+                                     "read-only" % (local,
+                                                    type(local.obj).__name__))
+        else:
+            raise TypeError("local is a Region, or None (or sess.buf) for "
+                            "the ConnBuffer, not %r" % (local,))
+        if isinstance(remote, regions.RemoteRegion):
+            return remote.peer, mr, remote._handle_in(c)
+        return self._rank(remote), mr, 0
+
+    def put_region(self, local, local_off, remote, remote_off, nbytes, *,
+                   timeout=None):
+        """Put ``nbytes`` from ``local`` (a Region, or None: the
+        ConnBuffer) at ``local_off`` into ``remote`` (a RemoteRegion, or a
+        peer: its ConnBuffer) at ``remote_off``, and wait until our range
+        may be reused. ERANGE past either end, EACCES where the remote
+        region does not allow writes, ENOENT for a deregistered one."""
+        rank, mr, rmr = self._regions("put", local, remote)
+        self._transfer("put", rank, local_off, remote_off, nbytes, timeout,
+                       mr, rmr)
+        return Status.SUCCESS
+
+    def get_region(self, local, local_off, remote, remote_off, nbytes, *,
+                   timeout=None):
+        """Get ``nbytes`` of ``remote`` at ``remote_off`` into ``local`` at
+        ``local_off`` (as put_region(); EACCES where the remote region does
+        not allow reads)."""
+        rank, mr, rmr = self._regions("get", local, remote)
+        self._transfer("get", rank, local_off, remote_off, nbytes, timeout,
+                       mr, rmr)
+        return Status.SUCCESS
+
+    def put_region_nb(self, local, local_off, remote, remote_off, nbytes):
+        """Start a put_region(); returns the request for wait()."""
+        rank, mr, rmr = self._regions("put", local, remote)
+        return self._post("put", rank, local_off, remote_off, nbytes, mr, rmr)
+
+    def get_region_nb(self, local, local_off, remote, remote_off, nbytes):
+        """Start a get_region(); returns the request for wait()."""
+        rank, mr, rmr = self._regions("get", local, remote)
+        return self._post("get", rank, local_off, remote_off, nbytes, mr, rmr)
+
+    def atomic(self, peer, region, offset, op, value, compare=0, size=8,
+               fetch=True, *, timeout=None):
+        """Apply ``op`` (AmoOp) with ``value`` (and ``compare`` for CSWAP)
+        to the ``size``-byte (4 or 8) word at ``offset`` of ``peer``'s
+        ``region`` (a RemoteRegion, or None: its ConnBuffer), atomically
+        with respect to the peer's own and its other peers' atomics there.
+        Returns the old value (unsigned) with ``fetch``, else None once
+        sent (a flush, or the next ctrl_send(), makes it visible). Negative
+        values are two's complement. The word must be aligned to ``size``
+        (EINVAL); the region must allow writes, and reads to fetch
+        (EACCES); EOPNOTSUPP where the transport has no atomics (shm)."""
+        op = AmoOp(op)
+        rank = self._rank(peer)
+        c = self._cs
+        rmr = 0
+        if region is not None:
+            if not isinstance(region, regions.RemoteRegion):
+                raise TypeError("region is a RemoteRegion, or None for the "
+                                "peer's ConnBuffer, not %r" % (region,))
+            if region.peer != rank:
+                raise HMCError(errno.EINVAL, "%r is not rank %d's" %
+                               (region, rank))
+            rmr = region._handle_in(c)
+        if offset < 0:
+            raise HMCError(errno.ERANGE, "negative offset %d" % offset)
+        operand = regions.word(value, size, "value")
+        cmp = regions.word(compare, size, "compare")
+        old = ctypes.c_uint64() if fetch else None
+        req = _lib.c_req()
+        what = "atomic %s of %d bytes at %d of %s of" % (
+            op.name, size, offset,
+            "region %#x" % rmr if rmr else "the ConnBuffer")
+        if c.orphans:
+            self._reap(c)
+        rc = self._lib.hmc_comm_amo_nb(
+            c.handle, rank, rmr, int(offset), size, int(op), operand, cmp,
+            ctypes.byref(old) if fetch else None, ctypes.byref(req))
+        if rc:
+            raise c.fail(rc, what, rank)
+        if not fetch:
+            c.peer(rank).dirty = True
+        self._complete(req.value, c.what(what, rank), timeout, old)
+        return old.value if fetch else None
 
     # ---------------------------------------------------------- control
 

@@ -59,6 +59,7 @@ CONSTANTS = {
     "HMC_POOL_EXTRA_MAX": hmc.pool.EXTRA_MAX,
 }
 CONSTANTS.update(("HMC_POOL_" + k.name, k) for k in hmc.pool.CopyKind)
+CONSTANTS.update(("HMC_AMO_" + k.name, k) for k in hmc.AmoOp)
 
 
 def c_program():
