@@ -276,6 +276,8 @@ static uint32_t dev_rmr(struct hmc_pool *p, uint32_t rank)
 			   sizeof(desc), HMC_MEM_CPU, &st, p->timeout_ms) &&
 	    hmc_comm_mr_import(p->comm, rank, desc, st.len, &h))
 		h = POOL_RMR_NONE;
+	pr_debug("pool: rank %u's device segment: %s", rank,
+		 h == POOL_RMR_NONE ? "through its owner" : "one-sided");
 	pthread_mutex_lock(&p->lock);
 	if (p->dev_rmr[rank] == POOL_RMR_UNKNOWN)
 		p->dev_rmr[rank] = h;

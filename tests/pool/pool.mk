@@ -30,3 +30,4 @@ $(POOL_BENCH): tests/bench/pool_bench.c include/hmc/pool.h \
 		$(LIB_LIBS)
 
 bench-host: $(POOL_BENCH) $(HMCRUN)
+VM_TEST_PROGS	+= $(POOL_TEST) $(HMCRUN)	# the pool over verbs in the guest

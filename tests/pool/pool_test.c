@@ -806,6 +806,63 @@ static void user_mem(struct hmc_pool *pool)
 	       me);
 }
 
+/*
+ * Registered device memory: a range of the runtime's memory becomes a
+ * memory region of the pool's communicator where its transport takes it
+ * (verbs: dma-buf or peer memory), copied from and into one-sided; where
+ * not (tcp, shm), it is classified and its copies staged. Either way every
+ * byte moves to and from the next rank's host and device segments, at odd
+ * offsets of the range.
+ */
+static void user_dev_mem(struct hmc_pool *pool)
+{
+	const size_t len = 300007;
+	uint32_t next = (me + 1) % n;
+	char *nh = (char *)hmc_pool_ptr(pool, HMC_POOL_HOST, next) + HOFF +
+		   me * len;
+	char *nd = (char *)hmc_pool_ptr(pool, HMC_POOL_DEVICE, next) + DOFF +
+		   me * len;
+	uint8_t *host = malloc(len), *out = malloc(len);
+	void *mem = NULL;
+	char *dev;
+
+	CHECK_RET(hmc_mem_alloc(dev_type, 0, 2 * len + 64, &mem), 0);
+	dev = mem;
+	if (!dev || !host || !out)
+		goto out;
+	pattern_fill(host, len, seed(53, me, next));
+	CHECK_RET(hmc_mem_copy(dev_type, 0, dev + 7, host, len, HMC_COPY_H2D),
+		  0);
+	CHECK_RET(hmc_pool_register_user_mem(pool, dev, 2 * len + 64,
+					     dev_type), 0);
+	CHECK_RET(hmc_pool_copy(pool, nh, dev + 7, len, HMC_POOL_L2GH, 0), 0);
+	CHECK_RET(hmc_pool_copy(pool, nd, dev + 7, len, HMC_POOL_L2G,
+				HMC_POOL_COPY_ASYNC), 0);
+	CHECK_RET(hmc_pool_wait(pool, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+	CHECK_RET(hmc_pool_copy(pool, dev + len + 9, nh, len, HMC_POOL_GH2L, 0),
+		  0);
+	memset(out, 0, len);
+	CHECK_RET(hmc_mem_copy(dev_type, 0, out, dev + len + 9, len,
+			       HMC_COPY_D2H), 0);
+	check_bytes(out, len, seed(53, me, next),
+		    "host segment into registered device memory", next, me);
+	CHECK_RET(hmc_pool_copy(pool, dev + len + 9, nd, len, HMC_POOL_G2L, 0),
+		  0);
+	memset(out, 0, len);
+	CHECK_RET(hmc_mem_copy(dev_type, 0, out, dev + len + 9, len,
+			       HMC_COPY_D2H), 0);
+	check_bytes(out, len, seed(53, me, next),
+		    "device segment into registered device memory", next, me);
+	CHECK_RET(hmc_pool_unregister_user_mem(pool, dev), 0);
+	CHECK_RET(hmc_pool_barrier(pool, TIMEOUT_MS), 0);
+out:
+	if (mem)
+		hmc_mem_free(dev_type, 0, mem);
+	free(host);
+	free(out);
+}
+
 static void refusals(struct hmc_pool *pool)
 {
 	uint8_t buf[64] = { 0 };
@@ -1270,8 +1327,10 @@ int main(int argc, char **argv)
 	stage_sizes(pool);
 	if (dev_type != HMC_MEM_CPU)
 		device_kinds(pool);
-	if (dev_type != HMC_MEM_CPU && n > 1)
+	if (dev_type != HMC_MEM_CPU && n > 1) {
 		remote_device(pool);
+		user_dev_mem(pool);
+	}
 	refusals(pool);
 	user_mem(pool);
 	threads(pool);
