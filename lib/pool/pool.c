@@ -842,7 +842,16 @@ int hmc_pool_unregister_user_mem(struct hmc_pool *p, void *addr)
 
 int hmc_pool_barrier(struct hmc_pool *p, int timeout_ms)
 {
-	return p ? hmc_world_barrier(p->world, timeout_ms) : -EINVAL;
+	int64_t deadline = deadline_after_ms(timeout_ms);
+	int ret;
+
+	if (!p)
+		return -EINVAL;
+	ret = pool_serve_fence(p, deadline);
+	if (!ret)
+		ret = hmc_world_barrier(p->world,
+					deadline_remaining_ms(deadline));
+	return ret ?: pool_serve_fence(p, deadline);
 }
 
 int hmc_pool_allgather(struct hmc_pool *p, const void *send, size_t len,
@@ -1013,6 +1022,15 @@ int hmc_pool_group_allgather(struct hmc_pool *p, uint32_t key,
 int hmc_pool_group_barrier(struct hmc_pool *p, uint32_t key,
 			   const uint32_t *ranks, size_t n, int timeout_ms)
 {
-	return hmc_pool_group_allgather(p, key, ranks, n, NULL, 0, NULL,
-					timeout_ms);
+	int64_t deadline = deadline_after_ms(timeout_ms);
+	int ret;
+
+	if (!p)
+		return -EINVAL;
+	/* Ordered with the device service like hmc_pool_barrier(). */
+	ret = pool_serve_fence(p, deadline);
+	if (!ret)
+		ret = hmc_pool_group_allgather(p, key, ranks, n, NULL, 0, NULL,
+					       deadline_remaining_ms(deadline));
+	return ret ?: pool_serve_fence(p, deadline);
 }
