@@ -179,16 +179,28 @@ static char *slot_of(const struct hmc_pool *p, uint32_t rank)
 #define POOL_VA_LOW		(4ULL << 30)
 #define POOL_VA_HIGH		(1ULL << 48)
 
-/* The free gaps of this process's address space that can hold @min bytes. */
+/*
+ * The largest free gaps of this process's address space that can hold @min
+ * bytes (at most POOL_GAPS), sorted by address.
+ */
 static uint32_t read_gaps(struct pool_gap *gaps, uint64_t min)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
 	uint64_t floor = POOL_VA_LOW, start, end;
 	uint32_t nr = 0, i, small;
 	char line[512];
+	void *at;
 
-	if (!f)
-		return 0;
+	if (!f) {
+		/* No /proc: the one free place the kernel shows us. */
+		at = mmap(NULL, min, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			  MAP_NORESERVE, -1, 0);
+		if (at == MAP_FAILED)
+			return 0;
+		munmap(at, min);
+		gaps[0] = (struct pool_gap){ (uintptr_t)at, (uintptr_t)at + min };
+		return 1;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		if (!strchr(line, '\n') && !feof(f)) {
 			/* A long path: skip the rest of its line. */
@@ -253,6 +265,19 @@ static void intersect(struct pool_gap *a, uint32_t *na,
 	*na = n;
 }
 
+/* Whether an aligned @total bytes fit in @g; *@at then its middle. */
+static bool gap_middle(const struct pool_gap *g, size_t total, uint64_t *at)
+{
+	uint64_t lo = (g->start + POOL_SLOT_ALIGN - 1) & ~(POOL_SLOT_ALIGN - 1);
+
+	if (lo >= g->end || g->end - lo < total)
+		return false;
+	*at = (lo + (g->end - lo - total) / 2) & ~(POOL_SLOT_ALIGN - 1);
+	if (*at < lo)
+		*at = lo;
+	return true;
+}
+
 /*
  * Round @round's address for @total bytes, the same in every rank, from
  * every rank's gaps (@all, @n entries): the middle of the largest gap
@@ -262,42 +287,46 @@ static void intersect(struct pool_gap *a, uint32_t *na,
  * rank takes the range meanwhile; each rank choosing its own free range
  * would not do, as ranks of one program without address randomisation
  * (setarch -R, sanitizer runs) place their mappings alike and fill the
- * same places in turn. 0 if no gap is free in all.
+ * same places in turn. Where no gap is free in all (a rank without /proc
+ * knows one gap only), the ranks' own largest gaps in turn, which may be
+ * free in the others. 0 if none fits.
  */
 static uint64_t pick_range(const struct pool_gaps *all, uint32_t n,
 			   size_t total, uint32_t round)
 {
 	struct pool_gap common[POOL_GAPS];
-	uint32_t nr = 0, i, fit;
-	bool first = true;
-	uint64_t at, lo;
+	uint32_t nr = 0, i, j, fit, present = 0;
+	uint64_t at;
 
 	for (i = 0; i < n; i++) {
 		if (!all[i].present)
 			continue;
-		if (first) {
+		if (!present++) {
 			nr = all[i].nr < POOL_GAPS ? all[i].nr : POOL_GAPS;
 			memcpy(common, all[i].gap, nr * sizeof(*common));
-			first = false;
 		} else {
 			intersect(common, &nr, all[i].gap,
 				  all[i].nr < POOL_GAPS ? all[i].nr : POOL_GAPS);
 		}
 	}
 	/* The pieces an aligned range fits in, largest first. */
-	for (fit = 0, i = 0; i < nr; i++) {
-		lo = (common[i].start + POOL_SLOT_ALIGN - 1) &
-		     ~(POOL_SLOT_ALIGN - 1);
-		if (lo < common[i].end && common[i].end - lo >= total)
+	for (fit = 0, i = 0; i < nr; i++)
+		if (gap_middle(&common[i], total, &at))
 			common[fit++] = common[i];
+	if (fit) {
+		qsort(common, fit, sizeof(*common), gap_by_size);
+		gap_middle(&common[round % fit], total, &at);
+		return at;
 	}
-	if (!fit)
-		return 0;
-	qsort(common, fit, sizeof(*common), gap_by_size);
-	i = round % fit;
-	lo = (common[i].start + POOL_SLOT_ALIGN - 1) & ~(POOL_SLOT_ALIGN - 1);
-	at = (lo + (common[i].end - lo - total) / 2) & ~(POOL_SLOT_ALIGN - 1);
-	return at < lo ? lo : at;
+	for (i = 0, j = present ? round % present : 0; i < n; i++) {
+		if (!all[i].present || j--)
+			continue;
+		nr = all[i].nr < POOL_GAPS ? all[i].nr : POOL_GAPS;
+		memcpy(common, all[i].gap, nr * sizeof(*common));
+		qsort(common, nr, sizeof(*common), gap_by_size);
+		return nr && gap_middle(&common[0], total, &at) ? at : 0;
+	}
+	return 0;
 }
 
 /*
