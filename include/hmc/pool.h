@@ -34,7 +34,10 @@
  * hmc_pool_create(), hmc_pool_refresh(), hmc_pool_barrier() and
  * hmc_pool_allgather() run the world's collectives: like those, one thread
  * at a time per world, in the same order on every rank. Copies may run
- * from any number of threads.
+ * from any number of threads. The barriers (hmc_pool_barrier(),
+ * hmc_pool_group_barrier()) order the copies: a copy a member finished
+ * before one (returned, or waited for) happens before every copy any
+ * member starts after it, those that owners serve included.
  *
  * Every call returns 0 or a negative errno and has a deadline.
  */

@@ -29,9 +29,22 @@
  * cannot wait on each other. Each exchange has the pool's deadline, and a
  * requester or owner that dies fails the messages in flight with it: the
  * other side gets an error, the service goes on.
+ *
+ * A program orders its ranks' copies with the pool's barriers: a rank
+ * writes its device segment, all meet, a peer reads it through the
+ * service (or the other way round). That order runs through other
+ * processes (the world's sockets, the peer's request), which the memory
+ * model of this process (C11's, ThreadSanitizer's) does not see: for it,
+ * the service's accesses and ours race. So the service holds serve_lock
+ * through each request, and a barrier takes it before it starts (our
+ * accesses happen before the requests served after) and again once all
+ * met (the requests served before, finished meanwhile, happen before our
+ * accesses after it). A request whose data reached its peer is done but
+ * for its reply, so the second wait is short.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mem/mem.h"
@@ -173,7 +186,9 @@ static void *serve_main(void *arg)
 				 (unsigned long long)st.len, st.source);
 			continue;
 		}
+		pthread_mutex_lock(&p->serve_lock);
 		serve_one(p, st.source, &req);
+		pthread_mutex_unlock(&p->serve_lock);
 	}
 	return NULL;
 }
@@ -184,8 +199,11 @@ int pool_serve_start(struct hmc_pool *p)
 
 	if (!p->dev_ptr)
 		return 0;	/* nothing to serve */
+	pthread_mutex_init(&p->serve_lock, NULL);
 	ret = -pthread_create(&p->server, NULL, serve_main, p);
 	p->serve_started = !ret;
+	if (ret)
+		pthread_mutex_destroy(&p->serve_lock);
 	return ret;
 }
 
@@ -195,7 +213,34 @@ void pool_serve_stop(struct hmc_pool *p)
 		return;
 	__atomic_store_n(&p->serve_stop, true, __ATOMIC_RELEASE);
 	pthread_join(p->server, NULL);
+	pthread_mutex_destroy(&p->serve_lock);
 	p->serve_started = false;
+}
+
+int pool_serve_fence(struct hmc_pool *p, int64_t deadline)
+{
+	struct timespec ts;
+	int64_t at, left;
+	int ret;
+
+	if (!p->serve_started)
+		return 0;
+	if (deadline == DEADLINE_NEVER) {
+		ret = pthread_mutex_lock(&p->serve_lock);
+	} else {
+		/* The mutex's deadline is on CLOCK_REALTIME. */
+		left = deadline - now_ns();
+		clock_gettime(CLOCK_REALTIME, &ts);
+		at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec +
+		     (left > 0 ? left : 0);
+		ts.tv_sec = at / 1000000000;
+		ts.tv_nsec = at % 1000000000;
+		ret = pthread_mutex_timedlock(&p->serve_lock, &ts);
+	}
+	if (ret)
+		return -ret;
+	pthread_mutex_unlock(&p->serve_lock);
+	return 0;
 }
 
 /* A failure that is the owner's going away reads as that. */

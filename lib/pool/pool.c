@@ -5,9 +5,10 @@
  *
  * Creation is collective: every member publishes a record (segment sizes,
  * its communicator's address, its process and host) by hmc_world_allgather,
- * then the members agree on one address for the whole range (a proposer
- * picks a free range, every rank claims it with MAP_FIXED_NOREPLACE, and
- * the next proposer tries if anyone could not) and connect a communicator
+ * then the members agree on one address for the whole range (every rank
+ * publishes the free gaps of its address space, all pick the same place
+ * in a gap free in every rank, and claim it with MAP_FIXED_NOREPLACE;
+ * again, elsewhere, if anyone could not) and connect a communicator
  * over their ConnBuffers, each dialling the lower ranks. The range has
  * slots for twice the world's ranks (and two more), so that ranks joining
  * the world later find theirs: a joiner's hmc_pool_create() meets the
@@ -27,6 +28,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,8 @@
 
 #define POOL_DEFAULT_TIMEOUT_MS	30000
 #define POOL_RESERVE_ROUNDS	8
+/* Free gaps of its address space each rank offers the range agreement. */
+#define POOL_GAPS		32
 #define POOL_SPARE_SLOTS	2
 
 /* What a rank is in a (re)creation: absent, new, or already a member. */
@@ -70,11 +74,46 @@ struct pool_rec {
 	char ip[52];
 };
 
-/* One round of the range agreement. */
+/* One round of the range agreement: whether the rank claimed the range. */
 struct pool_claim {
 	uint32_t present;
 	uint32_t ok;
 };
+
+/* A free range of addresses, [start, end). */
+struct pool_gap {
+	uint64_t start;
+	uint64_t end;
+};
+
+/* What a rank says of its address space in the agreement; no padding. */
+struct pool_gaps {
+	uint32_t present;
+	uint32_t nr;
+	struct pool_gap gap[POOL_GAPS];
+};
+
+static uint64_t gap_len(const struct pool_gap *g)
+{
+	return g->end - g->start;
+}
+
+static int gap_by_start(const void *a, const void *b)
+{
+	const struct pool_gap *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Largest first; the lower of equal ones first, the same in every rank. */
+static int gap_by_size(const void *a, const void *b)
+{
+	const struct pool_gap *x = a, *y = b;
+
+	if (gap_len(x) != gap_len(y))
+		return gap_len(x) > gap_len(y) ? -1 : 1;
+	return gap_by_start(a, b);
+}
 
 int pool_rank_check(struct hmc_pool *p, uint32_t rank)
 {
@@ -133,50 +172,203 @@ static char *slot_of(const struct hmc_pool *p, uint32_t rank)
 }
 
 /*
- * Agree on one address for @total bytes in every rank: the members of
- * @recs (@nr) propose in turn until every rank could claim the same range.
+ * Where a range may go: between 4 GiB (below, non-PIE programs, their
+ * heap and MAP_32BIT) and 2^48 (no mmap() without a hint goes higher on
+ * x86-64 or arm64; x86-64's vsyscall page lies above).
  */
-static int reserve_range(struct hmc_pool *p, size_t total,
-			 const struct pool_rec *recs, uint32_t nr)
+#define POOL_VA_LOW		(4ULL << 30)
+#define POOL_VA_HIGH		(1ULL << 48)
+
+/*
+ * The largest free gaps of this process's address space that can hold @min
+ * bytes (at most POOL_GAPS), sorted by address.
+ */
+static uint32_t read_gaps(struct pool_gap *gaps, uint64_t min)
 {
-	uint32_t n = hmc_world_size(p->world) + 64, proposer = 0, round, i;
-	struct pool_claim mine, *all;
-	uint64_t addr = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+	uint64_t floor = POOL_VA_LOW, start, end;
+	uint32_t nr = 0, i, small;
+	char line[512];
 	void *at;
+
+	if (!f) {
+		/* No /proc: the one free place the kernel shows us. */
+		at = mmap(NULL, min, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			  MAP_NORESERVE, -1, 0);
+		if (at == MAP_FAILED)
+			return 0;
+		munmap(at, min);
+		gaps[0] = (struct pool_gap){ (uintptr_t)at, (uintptr_t)at + min };
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (!strchr(line, '\n') && !feof(f)) {
+			/* A long path: skip the rest of its line. */
+			int c;
+
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+		}
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end) != 2)
+			continue;
+		if (start > floor && start - floor >= min &&
+		    start <= POOL_VA_HIGH) {
+			/* Keep the largest POOL_GAPS: replace the smallest. */
+			if (nr < POOL_GAPS) {
+				small = nr++;
+			} else {
+				for (small = 0, i = 1; i < nr; i++)
+					if (gap_len(&gaps[i]) <
+					    gap_len(&gaps[small]))
+						small = i;
+				if (gap_len(&gaps[small]) >= start - floor)
+					small = POOL_GAPS;
+			}
+			if (small < POOL_GAPS)
+				gaps[small] = (struct pool_gap){ floor, start };
+		}
+		if (end > floor)
+			floor = end;
+	}
+	fclose(f);
+	qsort(gaps, nr, sizeof(*gaps), gap_by_start);
+	return nr;
+}
+
+/*
+ * @a (*@na gaps) becomes its intersection with @b (@nb), both sorted by
+ * address; the POOL_GAPS largest pieces stay.
+ */
+static void intersect(struct pool_gap *a, uint32_t *na,
+		      const struct pool_gap *b, uint32_t nb)
+{
+	struct pool_gap out[2 * POOL_GAPS];
+	uint32_t i = 0, j = 0, n = 0;
+	uint64_t lo, hi;
+
+	while (i < *na && j < nb && n < 2 * POOL_GAPS) {
+		lo = a[i].start > b[j].start ? a[i].start : b[j].start;
+		hi = a[i].end < b[j].end ? a[i].end : b[j].end;
+		if (lo < hi)
+			out[n++] = (struct pool_gap){ lo, hi };
+		if (a[i].end < b[j].end)
+			i++;
+		else
+			j++;
+	}
+	if (n > POOL_GAPS) {
+		qsort(out, n, sizeof(*out), gap_by_size);
+		n = POOL_GAPS;
+		qsort(out, n, sizeof(*out), gap_by_start);
+	}
+	memcpy(a, out, n * sizeof(*out));
+	*na = n;
+}
+
+/* Whether an aligned @total bytes fit in @g; *@at then its middle. */
+static bool gap_middle(const struct pool_gap *g, size_t total, uint64_t *at)
+{
+	uint64_t lo = (g->start + POOL_SLOT_ALIGN - 1) & ~(POOL_SLOT_ALIGN - 1);
+
+	if (lo >= g->end || g->end - lo < total)
+		return false;
+	*at = (lo + (g->end - lo - total) / 2) & ~(POOL_SLOT_ALIGN - 1);
+	if (*at < lo)
+		*at = lo;
+	return true;
+}
+
+/*
+ * Round @round's address for @total bytes, the same in every rank, from
+ * every rank's gaps (@all, @n entries): the middle of the largest gap
+ * free in all, then of the next largest in later rounds. The middle lies
+ * far from where the kernel places mmap()s without a hint (the top of a
+ * gap) and from a heap's growth (its bottom), so that no thread of any
+ * rank takes the range meanwhile; each rank choosing its own free range
+ * would not do, as ranks of one program without address randomisation
+ * (setarch -R, sanitizer runs) place their mappings alike and fill the
+ * same places in turn. Where no gap is free in all (a rank without /proc
+ * knows one gap only), the ranks' own largest gaps in turn, which may be
+ * free in the others. 0 if none fits.
+ */
+static uint64_t pick_range(const struct pool_gaps *all, uint32_t n,
+			   size_t total, uint32_t round)
+{
+	struct pool_gap common[POOL_GAPS];
+	uint32_t nr = 0, i, j, fit, present = 0;
+	uint64_t at;
+
+	for (i = 0; i < n; i++) {
+		if (!all[i].present)
+			continue;
+		if (!present++) {
+			nr = all[i].nr < POOL_GAPS ? all[i].nr : POOL_GAPS;
+			memcpy(common, all[i].gap, nr * sizeof(*common));
+		} else {
+			intersect(common, &nr, all[i].gap,
+				  all[i].nr < POOL_GAPS ? all[i].nr : POOL_GAPS);
+		}
+	}
+	/* The pieces an aligned range fits in, largest first. */
+	for (fit = 0, i = 0; i < nr; i++)
+		if (gap_middle(&common[i], total, &at))
+			common[fit++] = common[i];
+	if (fit) {
+		qsort(common, fit, sizeof(*common), gap_by_size);
+		gap_middle(&common[round % fit], total, &at);
+		return at;
+	}
+	for (i = 0, j = present ? round % present : 0; i < n; i++) {
+		if (!all[i].present || j--)
+			continue;
+		nr = all[i].nr < POOL_GAPS ? all[i].nr : POOL_GAPS;
+		memcpy(common, all[i].gap, nr * sizeof(*common));
+		qsort(common, nr, sizeof(*common), gap_by_size);
+		return nr && gap_middle(&common[0], total, &at) ? at : 0;
+	}
+	return 0;
+}
+
+/*
+ * Agree on one address for @total bytes in every rank: each round, every
+ * rank publishes the free gaps of its address space, all pick the same
+ * address from them (pick_range()) and claim it with MAP_FIXED_NOREPLACE,
+ * until every rank could.
+ */
+static int reserve_range(struct hmc_pool *p, size_t total)
+{
+	uint32_t n = hmc_world_size(p->world) + 64, round, i;
+	struct pool_claim mine, *claims = NULL;
+	struct pool_gaps *gaps;
+	uint64_t addr;
 	int ret = -EADDRINUSE;
 	bool agreed;
+	void *at;
 
-	all = calloc(n, sizeof(*all));
-	if (!all)
-		return -ENOMEM;
+	gaps = calloc(n + 1, sizeof(*gaps));
+	claims = calloc(n, sizeof(*claims));
+	if (!gaps || !claims) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (round = 0; round < POOL_RESERVE_ROUNDS; round++) {
-		/* The next rank with a member proposes. */
-		for (i = 0; i < nr && !recs[(proposer + i) % nr].role; i++)
-			;
-		proposer = (proposer + i) % nr;
-		if (proposer == p->rank) {
-			/* A free range, aligned, given back for all to claim. */
-			at = mmap(NULL, total + POOL_SLOT_ALIGN, PROT_NONE,
-				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				  -1, 0);
-			addr = at == MAP_FAILED ? 0 :
-			       ((uintptr_t)at + POOL_SLOT_ALIGN - 1) &
-			       ~(POOL_SLOT_ALIGN - 1);
-			if (at != MAP_FAILED)
-				munmap(at, total + POOL_SLOT_ALIGN);
-			/* Spread retries: later rounds move up. */
-			if (addr)
-				addr += (uint64_t)round * POOL_SLOT_ALIGN;
-		}
-		ret = hmc_world_bcast(p->world, &addr, sizeof(addr), proposer,
-				      p->timeout_ms);
+		/* Ours last, past the allgather's. */
+		gaps[n].present = 1;
+		gaps[n].nr = read_gaps(gaps[n].gap, total + POOL_SLOT_ALIGN);
+		ret = hmc_world_allgather(p->world, &gaps[n], sizeof(*gaps),
+					  gaps, p->timeout_ms);
 		if (ret)
 			break;
-		at = MAP_FAILED;
-		if (addr)
-			at = mmap((void *)(uintptr_t)addr, total, PROT_NONE,
-				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-				  MAP_FIXED_NOREPLACE, -1, 0);
+		addr = pick_range(gaps, n, total, round);
+		if (!addr) {
+			pr_debug("pool: no range of %zu bytes is free in every rank",
+				 total);
+			ret = -ENOMEM;
+			break;
+		}
+		at = mmap((void *)(uintptr_t)addr, total, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			  MAP_FIXED_NOREPLACE, -1, 0);
 		/* Kernels before 4.17 take the address as a hint only. */
 		if (at != MAP_FAILED && (uintptr_t)at != addr) {
 			munmap(at, total);
@@ -184,7 +376,7 @@ static int reserve_range(struct hmc_pool *p, size_t total,
 		}
 		mine = (struct pool_claim){ .present = 1,
 					    .ok = at != MAP_FAILED };
-		ret = hmc_world_allgather(p->world, &mine, sizeof(mine), all,
+		ret = hmc_world_allgather(p->world, &mine, sizeof(mine), claims,
 					  p->timeout_ms);
 		if (ret) {
 			if (at != MAP_FAILED)
@@ -193,7 +385,7 @@ static int reserve_range(struct hmc_pool *p, size_t total,
 		}
 		agreed = true;
 		for (i = 0; i < n; i++)
-			if (all[i].present && !all[i].ok)
+			if (claims[i].present && !claims[i].ok)
 				agreed = false;
 		if (agreed) {
 			p->base = at;
@@ -204,9 +396,10 @@ static int reserve_range(struct hmc_pool *p, size_t total,
 		ret = -EADDRINUSE;
 		pr_debug("pool: round %u: %#llx is taken in some rank", round,
 			 (unsigned long long)addr);
-		proposer = (proposer + 1) % nr;
 	}
-	free(all);
+out:
+	free(gaps);
+	free(claims);
 	return ret;
 }
 
@@ -415,7 +608,7 @@ static int new_geometry(struct hmc_pool *p, const struct pool_rec *recs,
 	p->nr_slots = 2 * hmc_world_size(p->world) + POOL_SPARE_SLOTS;
 	if (p->stride > SIZE_MAX / p->nr_slots)
 		return -EOVERFLOW;
-	return reserve_range(p, p->stride * p->nr_slots, recs, nr);
+	return reserve_range(p, p->stride * p->nr_slots);
 }
 
 static int setup_buffer(struct hmc_pool *p, const struct hmc_pool_opts *o,
@@ -842,7 +1035,16 @@ int hmc_pool_unregister_user_mem(struct hmc_pool *p, void *addr)
 
 int hmc_pool_barrier(struct hmc_pool *p, int timeout_ms)
 {
-	return p ? hmc_world_barrier(p->world, timeout_ms) : -EINVAL;
+	int64_t deadline = deadline_after_ms(timeout_ms);
+	int ret;
+
+	if (!p)
+		return -EINVAL;
+	ret = pool_serve_fence(p, deadline);
+	if (!ret)
+		ret = hmc_world_barrier(p->world,
+					deadline_remaining_ms(deadline));
+	return ret ?: pool_serve_fence(p, deadline);
 }
 
 int hmc_pool_allgather(struct hmc_pool *p, const void *send, size_t len,
@@ -1013,6 +1215,15 @@ int hmc_pool_group_allgather(struct hmc_pool *p, uint32_t key,
 int hmc_pool_group_barrier(struct hmc_pool *p, uint32_t key,
 			   const uint32_t *ranks, size_t n, int timeout_ms)
 {
-	return hmc_pool_group_allgather(p, key, ranks, n, NULL, 0, NULL,
-					timeout_ms);
+	int64_t deadline = deadline_after_ms(timeout_ms);
+	int ret;
+
+	if (!p)
+		return -EINVAL;
+	/* Ordered with the device service like hmc_pool_barrier(). */
+	ret = pool_serve_fence(p, deadline);
+	if (!ret)
+		ret = hmc_pool_group_allgather(p, key, ranks, n, NULL, 0, NULL,
+					       deadline_remaining_ms(deadline));
+	return ret ?: pool_serve_fence(p, deadline);
 }

@@ -129,6 +129,11 @@ struct hmc_pool {
 	bool serve_stop;
 	bool serve_started;
 	pthread_t server;
+	/*
+	 * Held by the service through each request; the pool's barriers
+	 * take it on both sides (pool_serve_fence()).
+	 */
+	pthread_mutex_t serve_lock;
 };
 
 static inline size_t pool_extra_off(const struct hmc_pool *p, uint64_t host_size)
@@ -166,6 +171,12 @@ void pool_copy_stop(struct hmc_pool *p);
 /* owner.c: our device segment served to others, and theirs reached. */
 int pool_serve_start(struct hmc_pool *p);
 void pool_serve_stop(struct hmc_pool *p);
+/*
+ * Orders this thread's accesses to our device segment with the service's
+ * (before and after a barrier); -ETIMEDOUT if a request in service
+ * outlasts @deadline (now_ns()).
+ */
+int pool_serve_fence(struct hmc_pool *p, int64_t deadline);
 /*
  * @len bytes at @src (memory of @src_type; in region @ref where it is in
  * one) to @off of @rank's device segment: one-sided where the owner's

@@ -17,6 +17,8 @@ _test: pool-test
 SAN_SUITES += pool-test	# the ASan+UBSan tier runs it too (tests/san/san.mk)
 pool-test: $(POOL_TEST) $(HMCRUN) $(GPU_MOCKS)
 	@O=$(O) tests/pool/run.sh
+# The TSan tier runs a part of the suite from its own tree (tests/san/san.mk).
+san-build: $(POOL_TEST) $(HMCRUN) $(GPU_MOCKS)
 
 # make bench: tests/bench/pool.sh, a section that tests/bench/bench.sh runs.
 POOL_BENCH	:= $(O)/tests/bench/pool_bench

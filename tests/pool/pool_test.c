@@ -9,7 +9,11 @@
  * registered user memory moved into the ConnBuffer and copied without
  * staging; extra contexts, allgathers and subgroups.
  *
- *   pool_test [-M] [-d cuda|rocm|ascend|cnrt|musa] [-m churn]
+ *   pool_test [-M] [-x MIB] [-d cuda|rocm|ascend|cnrt|musa] [-m churn]
+ * -x: rank r maps r * MIB MiB before the pool, so that the ranks' address
+ * spaces differ where they would otherwise match (without address
+ * randomisation, setarch -R): the range agreement must still find one
+ * place free in all.
  * -M: every rank is on this host, so every host segment must be mapped
  * into its slot: the bytes are checked through the pointers as well.
  * -d gives each rank a device segment of that runtime (the mocks of
@@ -1266,12 +1270,13 @@ static void check_mock(void)
 int main(int argc, char **argv)
 {
 	bool churn_mode = false;
+	size_t extra_mib = 0;
 	struct hmc_world *world;
 	struct hmc_pool *pool;
 	char err[256] = "";
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "d:m:M")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:Mx:")) != -1) {
 		if (opt == 'd') {
 			for (dev_type = HMC_MEM_CUDA;
 			     strcmp(hmc_mem_type_name(dev_type), optarg);
@@ -1283,6 +1288,8 @@ int main(int argc, char **argv)
 			churn_mode = true;
 		} else if (opt == 'M') {
 			expect_mapped = true;
+		} else if (opt == 'x') {
+			extra_mib = strtoul(optarg, NULL, 0);
 		} else {
 			return 2;
 		}
@@ -1300,6 +1307,11 @@ int main(int argc, char **argv)
 	}
 	me = hmc_world_rank(world);
 	n = hmc_world_size(world);
+	/* Kept until exit: the pool's range must lie elsewhere. */
+	if (extra_mib && me)
+		CHECK(mmap(NULL, (extra_mib * me) << 20, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+			   0) != MAP_FAILED, "mapping %zu MiB", extra_mib * me);
 	{
 		HMC_OPTS(hmc_pool_opts, po, .host_size = host_size(me),
 			 .device_size = dev_size(me), .device_type = dev_type,

@@ -7,6 +7,7 @@
 #   make san-asan   AddressSanitizer + UndefinedBehaviorSanitizer: every
 #                   suite in SAN_SUITES and the loopback demo (hmcperf)
 #   make san-tsan   ThreadSanitizer: the integration cases TSAN_CASES names
+#                   and the pool cases TSAN_POOL_CASES names
 #
 # A fragment that adds a host suite can add its target to SAN_SUITES (any
 # fragment, included before or after this one). Every sanitizer stops the
@@ -23,6 +24,18 @@ SAN_SUITES	+= unit-test integration-test
 # happens-before TSan does not model (UCX's copies are the same, inside
 # UCX). It runs in the ASan tier and the plain build.
 TSAN_CASES	?= @(threads-*|*-race-!(xtcp)|mr-xtcp)
+# tests/pool/run.sh's cases: copies from several threads, asynchronous and
+# batched, the owner's service thread of device segments with runtimes
+# that copy on streams (the mock CUDA and HIP) and synchronously
+# (AscendCL), a rank leaving, joining again and killed. Not the netns
+# cases, which run over the tcp transport: its progress thread sends our
+# segment's bytes for a peer's get and lands a peer's puts, and what
+# orders those with our own copies on either side of a barrier runs
+# through the other processes only (the world's barrier, the peer's
+# frames), which TSan cannot see, even with io_sync=2; the communicator
+# offers the pool no fence with its progress thread to take in the
+# barrier, as the device service's lock is (lib/pool/owner.c).
+TSAN_POOL_CASES	?= @(host-*|cuda-mock-2|rocm-mock-2|ascend-mock-4|churn-*)
 
 ASAN_CFLAGS	:= -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 		   -fno-sanitize-recover=all
@@ -68,7 +81,9 @@ san-tsan:
 	@$(call san_tier,tsan,\
 		$(SAN_MAKE) O=$(TSAN_O) CFLAGS='$(TSAN_CFLAGS)' san-build && \
 		$(TSAN_ENV) O=$(TSAN_O) $(SAN_NORAND) \
-			tests/integration/run.sh '$(TSAN_CASES)')
+			tests/integration/run.sh '$(TSAN_CASES)' && \
+		$(TSAN_ENV) O=$(TSAN_O) $(SAN_NORAND) \
+			tests/pool/run.sh '$(TSAN_POOL_CASES)')
 
 .PHONY: san-clean
 clean: san-clean
