@@ -231,6 +231,8 @@ uint64_t shm_amo_apply(void *p, unsigned int size, enum shm_amo_op op,
 void shm_arrive(const char *call, int pe, uint64_t *counter);
 /* Every put and AMO issued so far is applied at its target. */
 void shm_quiet(void);
+/* Order our one-sided puts before what follows (shmem_fence). */
+void shm_peer_fence(void);
 
 /* init.c */
 void shm_fatal(const char *call, const char *fmt, ...)

@@ -21,9 +21,18 @@
  * answers: an answer means everything sent before it was applied. Data of
  * a put larger than INLINE_MAX follows its request as a message of its own
  * tag, which the target receives straight into the destination.
- * Every remote byte moves as a message (hmc_comm stages large ones through
- * its slots); one-sided puts and gets into a ConnBuffer backed by the heap
- * memfd would spare those copies for the heap, not for globals.
+ *
+ * One-sided transfers: every PE registers its heap and data segments as
+ * memory regions of the world's communicator and imports its remote
+ * peers' (where the transport to them carries regions: tcp, ucx, verbs).
+ * A put above INLINE_MAX from symmetric memory, and a get above it into
+ * symmetric memory, then moves straight between the segments, with no
+ * request and no copy on either side. Such a put travels apart from the
+ * requests, so the next request to that PE (an AMO, a signal, a QUIET, a
+ * BYE) and a one-sided get first flush it, and so do fence and quiet.
+ * Neither goes one-sided while requests to that PE are not known to be
+ * applied (it would overtake them): it then goes as a request, until the
+ * next quiet.
  *
  * Waiting: the progress thread and every requester wait in blocking
  * receives, which sleep until a frame wakes the communicator; a PE
@@ -62,7 +71,10 @@
  */
 #define SHM_TAG_ANSWER	(SHM_TAG_REQ | 1ULL << 39)
 #define SHM_TAG_DATA	(SHM_TAG_REQ | 1ULL << 38)
-#define SHM_SEQ_MASK	((1ULL << 38) - 1)
+#define SHM_SEQ_MASK	((1ULL << 37) - 1)
+/* Each PE's descriptors of its segments' regions, once. */
+#define SHM_TAG_MR	(SHM_TAG_REQ | 1ULL << 37)
+#define NR_SEGS		(1 + SHM_MAX_DATA_SEGS)
 /* Put data carried in the request, below hmc_comm's eager limit. */
 #define INLINE_MAX	(16 * 1024)
 /* Packed elements of one strided get's answer. */
@@ -115,6 +127,10 @@ static struct {
 	int sleepers;
 	/* 1 + the status a peer's EXIT asked for; 0 while none did. */
 	int exit_asked;
+	/* Our segments' regions (0: none) and each peer's [pe * NR_SEGS + seg]. */
+	uint32_t mr[NR_SEGS];
+	uint32_t *rmr;
+	uint8_t *unflushed;	/* per PE: one-sided puts not known to be visible */
 } pr;
 
 /*
@@ -180,12 +196,27 @@ static uint64_t next_tag(uint64_t space)
 	       (__atomic_fetch_add(&pr.seq, 1, __ATOMIC_RELAXED) & SHM_SEQ_MASK);
 }
 
+/* Make our one-sided puts to @pe visible before whatever comes next. */
+static void flush_puts(const char *call, int pe)
+{
+	int err;
+
+	if (!__atomic_load_n(&pr.unflushed[pe], __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&pr.unflushed[pe], 0, __ATOMIC_RELAXED);
+	err = hmc_comm_flush(pr.comm, (uint32_t)pe);
+	if (err)
+		lost(call, pe, err);
+}
+
 static void send_req(const char *call, int pe, const struct req_hdr *h,
 		     size_t len)
 {
-	int err = hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ, h, len,
-				HMC_MEM_CPU, pr.timeout_ms);
+	int err;
 
+	flush_puts(call, pe);
+	err = hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_REQ, h, len,
+			    HMC_MEM_CPU, pr.timeout_ms);
 	if (err)
 		lost(call, pe, err);
 }
@@ -235,6 +266,44 @@ static void sent_one(int pe)
 	__atomic_fetch_add(&pr.sent[pe], 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * Move [@loc, +@len) of ours and [@off, +@len) of @pe's segment @seg
+ * one-sided (a put when @put, else a get) if both ends are regions:
+ * whether it did.
+ */
+static bool one_sided(const char *call, int pe, bool put, uint8_t seg,
+		      uint64_t off, const void *loc, size_t len)
+{
+	uint32_t rmr = pr.rmr ? pr.rmr[pe * NR_SEGS + seg] : 0;
+	uint64_t loff;
+	hmc_req_t r;
+	int lseg, err;
+
+	/* It would overtake requests not yet applied: those go first. */
+	if (!rmr || __atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) <
+		    __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE))
+		return false;
+	lseg = shm_sym_locate(loc, &loff);
+	if (lseg < 0 || !pr.mr[lseg] || !shm_sym_local((unsigned int)lseg,
+							loff, len))
+		return false;
+	if (put) {
+		err = hmc_comm_put_mr_nb(pr.comm, (uint32_t)pe, pr.mr[lseg],
+					 loff, rmr, off, len, &r);
+	} else {
+		flush_puts(call, pe);
+		err = hmc_comm_get_mr_nb(pr.comm, (uint32_t)pe, pr.mr[lseg],
+					 loff, rmr, off, len, &r);
+	}
+	if (!err)
+		err = hmc_comm_wait(pr.comm, r, pr.timeout_ms);
+	if (err)
+		lost(call, pe, err);
+	if (put)
+		__atomic_store_n(&pr.unflushed[pe], 1, __ATOMIC_RELEASE);
+	return true;
+}
+
 /* Out of line: the mapped path keeps a small frame. */
 static void __attribute__((noinline))
 remote_put(const char *call, int pe, void *dest, const void *src, size_t len)
@@ -246,6 +315,9 @@ remote_put(const char *call, int pe, void *dest, const void *src, size_t len)
 	m.h.kind = RQ_PUT;
 	m.h.seg = locate(call, dest, &m.h.off);
 	m.h.len = len;
+	if (len > INLINE_MAX &&
+	    one_sided(call, pe, true, m.h.seg, m.h.off, src, len))
+		return;
 	if (len <= INLINE_MAX) {
 		memcpy(m.data, src, len);
 		send_req(call, pe, &m.h, sizeof(m.h) + len);
@@ -288,6 +360,9 @@ void shm_get(const char *call, int pe, void *dest, const void *src,
 		return;
 	}
 	h.seg = locate(call, src, &h.off);
+	if (len > INLINE_MAX &&
+	    one_sided(call, pe, false, h.seg, h.off, dest, len))
+		return;
 	call_remote(call, pe, &h, dest, len);
 }
 
@@ -457,6 +532,14 @@ void shm_arrive(const char *call, int pe, uint64_t *counter)
 	send_req(call, pe, &h, sizeof(h));
 }
 
+void shm_peer_fence(void)
+{
+	int pe;
+
+	for (pe = 0; pr.unflushed && pe < shm.npes; pe++)
+		flush_puts("shmem_fence", pe);
+}
+
 void shm_quiet(void)
 {
 	struct req_hdr h = { .kind = RQ_QUIET };
@@ -473,8 +556,10 @@ void shm_quiet(void)
 	/* Every QUIET out first, so that the peers serve them together. */
 	for (pe = 0; pe < shm.npes; pe++) {
 		upto[pe] = __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) >= upto[pe])
+		if (__atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) >= upto[pe]) {
+			flush_puts("shmem_quiet", pe);
 			continue;
+		}
 		h.tag = tag[pe] = next_tag(SHM_TAG_ANSWER);
 		send_req("shmem_quiet", pe, &h, sizeof(h));
 	}
@@ -761,6 +846,100 @@ bool shm_peer_remote(void)
 	return pr.remote;
 }
 
+/*
+ * Register our segments as regions and swap their descriptors with every
+ * remote PE: u8 count, then per segment be16 length and the descriptor
+ * (length 0: that segment has none). Any segment without a region on
+ * either side moves by requests.
+ */
+static int rma_setup(char *why, size_t why_len)
+{
+	HMC_OPTS(hmc_mr_opts, o, .access = HMC_MR_REMOTE_READ |
+		 HMC_MR_REMOTE_WRITE);
+	size_t cap = 1 + NR_SEGS * (2 + HMC_MR_DESC_MAX), len, pos;
+	unsigned int nseg = 1 + shm.ndata, s;
+	struct hmc_msg_status st;
+	uint8_t *out, *in;
+	int pe, err = 0;
+
+	out = malloc(cap);
+	in = malloc(cap);
+	pr.rmr = calloc((size_t)shm.npes * NR_SEGS, sizeof(*pr.rmr));
+	if (!out || !in || !pr.rmr) {
+		err = -ENOMEM;
+		goto out;
+	}
+	out[0] = (uint8_t)nseg;
+	for (pos = 1, s = 0; s < nseg; s++) {
+		const struct shm_seg *sg = s ? &shm.data[s - 1] : &shm.heap;
+
+		len = 0;
+		if (hmc_comm_mr_reg(pr.comm, (void *)sg->base, sg->len, &o,
+				    &pr.mr[s]) ||
+		    hmc_comm_mr_pack(pr.comm, pr.mr[s], out + pos + 2,
+				     HMC_MR_DESC_MAX, &len))
+			len = 0;
+		out[pos] = (uint8_t)(len >> 8);
+		out[pos + 1] = (uint8_t)len;
+		pos += 2 + len;
+	}
+	for (pe = 0; pe < shm.npes; pe++) {
+		if (pe == shm.me || shm_pe_mapped(pe))
+			continue;
+		err = hmc_comm_send(pr.comm, (uint32_t)pe, SHM_TAG_MR, out, pos,
+				    HMC_MEM_CPU, pr.timeout_ms);
+		if (err)
+			goto fail;
+	}
+	for (pe = 0; pe < shm.npes; pe++) {
+		if (pe == shm.me || shm_pe_mapped(pe))
+			continue;
+		err = hmc_comm_recv(pr.comm, (uint32_t)pe, SHM_TAG_MR, in, cap,
+				    HMC_MEM_CPU, &st, pr.timeout_ms);
+		if (err)
+			break;
+		err = -EPROTO;
+		if (!st.len || in[0] != nseg)
+			break;
+		for (pos = 1, s = 0; s < nseg; s++, pos += 2 + len) {
+			if (st.len - pos < 2)
+				break;
+			len = (size_t)in[pos] << 8 | in[pos + 1];
+			if (st.len - pos - 2 < len)
+				break;
+			/* none, or not over this transport: by requests */
+			if (len && hmc_comm_mr_import(pr.comm, (uint32_t)pe,
+						      in + pos + 2, len,
+						      &pr.rmr[pe * NR_SEGS + s]))
+				pr.rmr[pe * NR_SEGS + s] = 0;
+		}
+		if (s < nseg || pos != st.len)
+			break;
+		err = 0;
+	}
+fail:
+	if (err)
+		snprintf(why, why_len, "cannot swap memory regions with PE %d: %s",
+			 pe, strerror(-err));
+out:
+	free(out);
+	free(in);
+	return err;
+}
+
+/* Deregister our segments' regions (every peer is done with them). */
+static void rma_fini(void)
+{
+	unsigned int s;
+
+	for (s = 0; s < NR_SEGS; s++)
+		if (pr.mr[s])
+			hmc_comm_mr_dereg(pr.comm, pr.mr[s]);
+	memset(pr.mr, 0, sizeof(pr.mr));
+	free(pr.rmr);
+	pr.rmr = NULL;
+}
+
 int shm_peer_init(char *why, size_t why_len)
 {
 	int pe, err;
@@ -775,7 +954,8 @@ int shm_peer_init(char *why, size_t why_len)
 	pr.sent = calloc((size_t)shm.npes, sizeof(*pr.sent));
 	pr.acked = calloc((size_t)shm.npes, sizeof(*pr.acked));
 	pr.bye = calloc((size_t)shm.npes, sizeof(*pr.bye));
-	if (!pr.sent || !pr.acked || !pr.bye) {
+	pr.unflushed = calloc((size_t)shm.npes, sizeof(*pr.unflushed));
+	if (!pr.sent || !pr.acked || !pr.bye || !pr.unflushed) {
 		err = -ENOMEM;
 		goto err_free;
 	}
@@ -790,15 +970,22 @@ int shm_peer_init(char *why, size_t why_len)
 			goto err_free;
 		}
 	}
+	err = rma_setup(why, why_len);
+	if (err)
+		goto err_rma;
 	err = -pthread_create(&pr.thread, NULL, progress, NULL);
 	if (err)
-		goto err_free;
+		goto err_rma;
 	return 0;
 
+err_rma:
+	rma_fini();
 err_free:
 	free(pr.sent);
 	free(pr.acked);
 	free(pr.bye);
+	free(pr.unflushed);
+	pr.unflushed = NULL;
 	pr.remote = false;
 	return err;
 }
@@ -838,9 +1025,12 @@ void shm_peer_fini(void)
 		shm_fatal(call, "the last barrier failed: %s", strerror(-err));
 	__atomic_store_n(&pr.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(pr.thread, NULL);
+	rma_fini();
 	free(pr.sent);
 	free(pr.acked);
 	free(pr.bye);
+	free(pr.unflushed);
+	pr.unflushed = NULL;
 	pr.remote = false;
 }
 

@@ -215,16 +215,19 @@ DEFINE_RMA(putmem, getmem, void, 1)
 
 /*
  * Fence: mapped peers' stores are ordered by the CPU fence, remote peers
- * apply our requests in the order sent (see peer.c).
+ * apply our requests in the order sent, and our one-sided puts are
+ * flushed (see peer.c).
  */
 void shmem_ctx_fence(shmem_ctx_t ctx)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	shm_peer_fence();
 }
 
 void shmem_fence(void)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	shm_peer_fence();
 }
 
 void shmem_ctx_quiet(shmem_ctx_t ctx)

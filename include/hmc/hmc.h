@@ -515,7 +515,8 @@ int64_t hmc_comm_rmr_size(struct hmc_comm *comm, uint32_t peer, uint32_t rmr);
  * hmc_comm_put_nb() and hmc_comm_get_nb() between any two regions: ours
  * @mr (0: the ConnBuffer) at @local_off and @peer's imported @rmr (0: its
  * ConnBuffer) at @remote_off. -ERANGE for ranges outside either region,
- * -ENOENT for an unknown handle. hmc_comm_flush() covers them.
+ * -ENOENT for an unknown handle, -EACCES for a region of the peer's whose
+ * rights do not allow it. hmc_comm_flush() covers them.
  */
 int hmc_comm_put_mr_nb(struct hmc_comm *comm, uint32_t peer, uint32_t mr,
 		       size_t local_off, uint32_t rmr, size_t remote_off,

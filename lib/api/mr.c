@@ -293,6 +293,7 @@ int hmc_comm_mr_import(struct hmc_comm *c, uint32_t rank, const void *desc,
 		goto unlock;
 	e = &t->chunks[t->nr / MR_CHUNK][t->nr % MR_CHUNK];
 	e->owner_mr = owner_mr;
+	e->access = get_be32(d + 12);
 	e->len = get_be64(d + 16);
 	e->xrmr = xrmr;
 	*handle = t->nr + 1;
@@ -358,6 +359,11 @@ static __hot int post_mr(struct hmc_comm *c, uint32_t rank, enum req_op op,
 			goto out;
 		}
 		rsize = e->len;
+		if (!(e->access & (op == REQ_PUT ? HMC_MR_REMOTE_WRITE :
+				   HMC_MR_REMOTE_READ))) {
+			rc = -EACCES;
+			goto out;
+		}
 	} else {
 		rsize = p->buf_size;
 	}

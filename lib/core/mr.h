@@ -50,6 +50,7 @@ struct mr_table {
 /* A region of a peer, imported for its connection. */
 struct peer_rmr {
 	uint32_t owner_mr;		/* the peer's handle: imports dedupe on it */
+	uint32_t access;		/* HMC_MR_REMOTE_* it grants */
 	uint64_t len;
 	void *xrmr;			/* its transport's; freed with the transport peer */
 };

@@ -14,7 +14,10 @@
  * Frames. A put is a PUT header followed by its bytes; the target's
  * progress engine receives them straight into its ConnBuffer at the
  * target offset, after checking [off, off + len) against the buffer, so a
- * peer that lies about a range fails before a single byte lands. A get
+ * peer that lies about a range fails before a single byte lands. A put
+ * or get may name one of the target's regions instead (mr_reg: an index
+ * and a generation from its key), checked the same way and against the
+ * region's rights. A get
  * is a GET header answered by a GET_RESP carrying the bytes, which must
  * match, in order, the gets we have outstanding on that stream; a flush
  * sends FLUSH on every stream and completes when each has answered
@@ -124,11 +127,13 @@ struct tcp_op {
 	bool zc;		/* some of it went zero-copy */
 	uint8_t hdr_sent;
 	uint8_t hdr[TCP_HDR_LEN];
-	uint64_t data_off;	/* payload in our buffer */
+	uint8_t *data;		/* payload: in the ConnBuffer or a region */
 	uint64_t data_len, data_sent;
 	uint32_t zc_seq;	/* zerocopy sends that must complete first */
-	uint64_t exp_off;	/* get: where its answer must land */
+	uint64_t exp_off;	/* get: the offset its answer must name */
 	uint32_t exp_len;
+	uint8_t *exp_dst;	/* get: where its answer lands */
+	struct tcp_mr *mr;	/* an answer's region, or NULL */
 };
 
 struct tcp_peer;
@@ -153,7 +158,8 @@ struct tcp_stream {
 	uint32_t rx_off, rx_len;
 	uint8_t type, flags;	/* the frame whose payload is coming */
 	uint64_t tag;
-	uint8_t *dst;		/* where it goes */
+	uint8_t *dst;		/* where it goes; NULL: dropped */
+	struct tcp_mr *mr;	/* the region it goes to, or NULL */
 	uint64_t left;		/* bytes of it still to come */
 	int64_t last_rx;	/* ns: the last byte that came */
 	int64_t last_tx;	/* ns: the last byte that left */
@@ -169,8 +175,29 @@ struct tcp_peer {
 	int err;		/* failed: every post fails with it */
 	int64_t attach_deadline;	/* listener: the streams must come by then */
 	uint8_t token[TCP_TOKEN_LEN];
+	struct list_node rmrs;	/* its regions we imported */
 	struct list_node node;	/* ctx->peers */
 	struct tcp_stream *st;	/* nch of them */
+};
+
+/*
+ * A region of ours (mr_reg): frames name it by index, and a put's or a
+ * get's generation must match, so that a stale key never reaches the
+ * region that took its index.
+ */
+struct tcp_mr {
+	uint8_t *base;
+	uint64_t len;
+	uint32_t access;	/* HMC_MR_REMOTE_* */
+	uint32_t gen;
+	uint16_t idx;		/* in ctx->mrs, from 1 */
+};
+
+/* A peer's region we imported: its key. */
+struct tcp_rmr {
+	struct list_node node;	/* tcp_peer.rmrs */
+	uint16_t idx;
+	uint32_t gen;
 };
 
 /* An accepted data connection until its hello names a peer and stream. */
@@ -202,6 +229,9 @@ struct tcp_ctx {
 	int64_t next_check;
 	struct tcp_op *cache[OP_CACHE];
 	uint32_t ncache;
+	struct tcp_mr **mrs;	/* [idx - 1]: NULL where free */
+	uint32_t nr_mrs;	/* slots */
+	uint32_t mr_gen;
 };
 
 static void peer_fail(struct tcp_peer *tp, int err);
@@ -226,12 +256,12 @@ static __hot void op_put(struct tcp_ctx *t, struct tcp_op *op)
 		free(op);
 }
 
-static void hdr_encode(uint8_t *h, uint8_t type, uint8_t flags, uint32_t len,
-		       uint64_t off, uint64_t arg)
+static void hdr_encode(uint8_t *h, uint8_t type, uint8_t flags, uint16_t mr,
+		       uint32_t len, uint64_t off, uint64_t arg)
 {
 	h[0] = type;
 	h[1] = flags;
-	put_be16(h + 2, 0);
+	put_be16(h + 2, mr);
 	put_be32(h + 4, len);
 	put_be64(h + 8, off);
 	put_be64(h + 16, arg);
@@ -364,7 +394,6 @@ static void release_held(struct tcp_stream *s)
  */
 static __hot int push(struct tcp_stream *s)
 {
-	struct tcp_ctx *t = s->tp->ctx;
 	struct iovec iov[IOV_BATCH];
 	struct msghdr msg = { .msg_iov = iov };
 	struct list_node *pos;
@@ -396,16 +425,15 @@ static __hot int push(struct tcp_stream *s)
 				if (op->hdr_sent == TCP_HDR_LEN &&
 				    !msg.msg_iovlen) {
 					iov[msg.msg_iovlen++] = (struct iovec){
-						t->base + op->data_off +
-						op->data_sent, rest };
+						op->data + op->data_sent,
+						rest };
 					zc = true;
 				}
 				break;
 			}
 			if (rest)
 				iov[msg.msg_iovlen++] = (struct iovec){
-					t->base + op->data_off + op->data_sent,
-					rest };
+					op->data + op->data_sent, rest };
 		}
 		n = sendmsg(s->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT |
 			    (zc ? MSG_ZEROCOPY : 0));
@@ -490,9 +518,12 @@ static __hot void queue_op(struct tcp_stream *s, struct tcp_op *op)
 
 /* -------------------------------------------------------- receiving */
 
-/* Queue an answer (GET_RESP or FLUSH_ACK) the peer asked for. */
-static int answer(struct tcp_stream *s, uint8_t kind, uint64_t off,
-		  uint32_t len, uint64_t arg)
+/*
+ * Queue an answer the peer asked for: a GET_RESP of @len bytes from @data
+ * naming @resp_off, or a FLUSH_ACK (@data NULL).
+ */
+static int answer(struct tcp_stream *s, uint8_t kind, struct tcp_mr *mr,
+		  uint8_t *data, uint32_t len, uint64_t resp_off)
 {
 	struct tcp_ctx *t = s->tp->ctx;
 	struct tcp_op *op;
@@ -504,11 +535,12 @@ static int answer(struct tcp_stream *s, uint8_t kind, uint64_t off,
 		return -ENOMEM;
 	op->kind = kind;
 	if (kind == OP_GET_RESP) {
-		hdr_encode(op->hdr, TCP_GET_RESP, 0, len, arg, 0);
-		op->data_off = off;
+		hdr_encode(op->hdr, TCP_GET_RESP, 0, 0, len, resp_off, 0);
+		op->data = data;
 		op->data_len = len;
+		op->mr = mr;
 	} else {
-		hdr_encode(op->hdr, TCP_FLUSH_ACK, 0, 0, 0, 0);
+		hdr_encode(op->hdr, TCP_FLUSH_ACK, 0, 0, 0, 0, 0);
 	}
 	s->nowed++;
 	list_add_tail(&s->txq, &op->node);
@@ -547,41 +579,81 @@ static void frame_done(struct tcp_stream *s)
 	release_held(s);
 }
 
-/* A frame header: check it against our buffer and what we await. */
+/*
+ * Where a peer's put or get of [@off, @off + @len) in our region @idx
+ * (0: the ConnBuffer) with generation @gen goes, if it may: NULL for a
+ * region that is not there any more, a stale key, missing rights or a
+ * range outside it.
+ */
+static uint8_t *target(struct tcp_ctx *t, uint16_t idx, uint32_t gen,
+		       uint32_t right, uint64_t off, uint32_t len,
+		       struct tcp_mr **mrp)
+{
+	struct tcp_mr *mr;
+
+	*mrp = NULL;
+	if (!idx)
+		return range_check(t->size, off, len) ? NULL : t->base + off;
+	if (idx > t->nr_mrs)
+		return NULL;
+	mr = t->mrs[idx - 1];
+	if (!mr || mr->gen != gen || !(mr->access & right) ||
+	    range_check(mr->len, off, len))
+		return NULL;
+	*mrp = mr;
+	return mr->base + off;
+}
+
+/* A frame header: check it against our memory and what we await. */
 static int frame_start(struct tcp_stream *s, const uint8_t *h)
 {
 	struct tcp_ctx *t = s->tp->ctx;
+	uint16_t idx = get_be16(h + 2);
 	uint32_t len = get_be32(h + 4);
 	uint64_t off = get_be64(h + 8), arg = get_be64(h + 16);
+	struct tcp_mr *mr;
 	struct tcp_op *op;
+	uint8_t *p;
 
-	if (get_be16(h + 2) || len > TCP_FRAME_MAX)
+	if (len > TCP_FRAME_MAX)
 		return -EPROTO;
 	s->type = h[0];
 	s->flags = h[1];
 	switch (h[0]) {
 	case TCP_PUT:
-		if (h[1] & ~TCP_F_SIGNAL || range_check(t->size, off, len))
+		/* a put to a region carries its generation, never a tag */
+		if (h[1] & ~TCP_F_SIGNAL || (idx && h[1]))
+			return -EPROTO;
+		s->dst = target(t, idx, (uint32_t)arg, HMC_MR_REMOTE_WRITE,
+				off, len, &s->mr);
+		if (!s->dst)
 			return -EPROTO;
 		s->tag = arg;
 		break;
 	case TCP_GET:
-		if (h[1] || !len || range_check(t->size, off, len))
+		if (h[1] || !len)
 			return -EPROTO;
-		return answer(s, OP_GET_RESP, off, len, arg);
+		p = target(t, idx, (uint32_t)arg, HMC_MR_REMOTE_READ, off,
+			   len, &mr);
+		if (!p)
+			return -EPROTO;
+		/* A ConnBuffer get names where it lands, a region get itself. */
+		return answer(s, OP_GET_RESP, mr, p, len, idx ? off : arg);
 	case TCP_GET_RESP:
 		op = awaited(s, OP_GET);
-		if (h[1] || arg || !op || op->exp_off != off ||
+		if (h[1] || idx || arg || !op || op->exp_off != off ||
 		    op->exp_len != len)
 			return -EPROTO;
+		s->dst = op->exp_dst;
+		s->mr = NULL;
 		break;
 	case TCP_FLUSH:
-		if (h[1] || len || off || arg)
+		if (h[1] || idx || len || off || arg)
 			return -EPROTO;
-		return answer(s, OP_FLUSH_ACK, 0, 0, 0);
+		return answer(s, OP_FLUSH_ACK, NULL, NULL, 0, 0);
 	case TCP_FLUSH_ACK:
 		op = awaited(s, OP_FLUSH);
-		if (h[1] || len || off || arg || !op)
+		if (h[1] || idx || len || off || arg || !op)
 			return -EPROTO;
 		list_del(&op->node);
 		s->nasks--;
@@ -591,7 +663,6 @@ static int frame_start(struct tcp_stream *s, const uint8_t *h)
 	default:
 		return -EPROTO;
 	}
-	s->dst = t->base + off;
 	s->left = len;
 	if (!len)
 		frame_done(s);
@@ -632,16 +703,25 @@ static __hot int pull(struct tcp_stream *s)
 		if (s->left) {
 			if (avail) {
 				n = (int)min_t(uint64_t, avail, s->left);
-				memcpy(s->dst, s->rx + s->rx_off, n);
+				if (s->dst)
+					memcpy(s->dst, s->rx + s->rx_off, n);
 				s->rx_off += n;
-			} else {
+			} else if (s->dst) {
 				n = recv_into(s, s->dst,
 					      min_t(uint64_t, s->left,
 						    INT32_MAX));
 				if (n <= 0)
 					return n;
+			} else {
+				/* its region went (mr_dereg): read, drop */
+				s->rx_off = s->rx_len = 0;
+				n = recv_into(s, s->rx,
+					      min_t(uint64_t, s->left, RX_BUF));
+				if (n <= 0)
+					return n;
 			}
-			s->dst += n;
+			if (s->dst)
+				s->dst += n;
 			s->left -= n;
 			if (!s->left) {
 				frame_done(s);
@@ -769,6 +849,7 @@ static void tcp_fini(void *ctx)
 	close(t->epfd);
 	while (t->ncache)
 		free(t->cache[--t->ncache]);
+	free(t->mrs);
 	free(t);
 }
 
@@ -831,6 +912,7 @@ static int tcp_peer_create(void *ctx, struct peer *peer, void **xpeer)
 	tp->ctx = t;
 	tp->peer = peer;
 	list_init(&tp->node);
+	list_init(&tp->rmrs);
 	*xpeer = tp;
 	return 0;
 }
@@ -1135,7 +1217,7 @@ static void drain_peer(struct tcp_ctx *t, struct tcp_peer *tp,
 		if (!op)
 			break;
 		op->kind = OP_FLUSH;	/* no request: lead stays NULL */
-		hdr_encode(op->hdr, TCP_FLUSH, 0, 0, 0, 0);
+		hdr_encode(op->hdr, TCP_FLUSH, 0, 0, 0, 0, 0);
 		queue_op(&tp->st[i], op);
 	}
 	while (!tp->err && tp->attached == tp->nch && !peer_idle(tp) &&
@@ -1153,6 +1235,7 @@ static void tcp_peer_destroy(void *ctx, void *xpeer, bool graceful,
 {
 	struct tcp_ctx *t = ctx;
 	struct tcp_peer *tp = xpeer;
+	struct list_node *pos, *tmp;
 	uint32_t i;
 
 	futex_mutex_lock(&t->lock);
@@ -1165,6 +1248,8 @@ static void tcp_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	}
 	list_del(&tp->node);
 	futex_mutex_unlock(&t->lock);
+	list_for_each_safe(pos, tmp, &tp->rmrs)
+		free(container_of(pos, struct tcp_rmr, node));
 	free(tp->st);
 	free(tp);
 }
@@ -1186,10 +1271,16 @@ static uint64_t piece_len(const struct tcp_peer *tp, uint64_t len)
 	return piece > TCP_FRAME_MAX ? TCP_FRAME_MAX : piece;
 }
 
+/*
+ * Post a put, get or flush between [@loff, @loff + @len) of @lbase (our
+ * ConnBuffer or a region) and the peer's ConnBuffer or region @rr.
+ */
 static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
-			 enum req_op kind, uint64_t loff, uint64_t roff,
-			 uint64_t len, const uint64_t *tag)
+			 enum req_op kind, uint8_t *lbase, uint64_t loff,
+			 const struct tcp_rmr *rr, uint64_t roff, uint64_t len,
+			 const uint64_t *tag)
 {
+	uint16_t ridx = rr ? rr->idx : 0;
 	uint64_t piece = piece_len(tp, len), done = 0;
 	uint32_t n, i, first = tp->next;
 	struct tcp_op *lead = NULL, *op;
@@ -1228,22 +1319,24 @@ static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
 		case REQ_PUT:
 			op->kind = OP_PUT;
 			hdr_encode(op->hdr, TCP_PUT,
-				   tag && i == n - 1 ? TCP_F_SIGNAL : 0,
+				   tag && i == n - 1 ? TCP_F_SIGNAL : 0, ridx,
 				   (uint32_t)plen, roff + done,
-				   tag && i == n - 1 ? *tag : 0);
-			op->data_off = loff + done;
+				   tag && i == n - 1 ? *tag : rr ? rr->gen : 0);
+			op->data = lbase + loff + done;
 			op->data_len = plen;
 			break;
 		case REQ_GET:
 			op->kind = OP_GET;
-			hdr_encode(op->hdr, TCP_GET, 0, (uint32_t)plen,
-				   roff + done, loff + done);
-			op->exp_off = loff + done;
+			/* the answer names a region get's own range */
+			op->exp_off = rr ? roff + done : loff + done;
+			hdr_encode(op->hdr, TCP_GET, 0, ridx, (uint32_t)plen,
+				   roff + done, rr ? rr->gen : op->exp_off);
 			op->exp_len = (uint32_t)plen;
+			op->exp_dst = lbase + loff + done;
 			break;
 		case REQ_FLUSH:
 			op->kind = OP_FLUSH;
-			hdr_encode(op->hdr, TCP_FLUSH, 0, 0, 0, 0);
+			hdr_encode(op->hdr, TCP_FLUSH, 0, 0, 0, 0, 0);
 			break;
 		case REQ_MSG:	/* refused above */
 			break;
@@ -1276,7 +1369,25 @@ static __hot int tcp_post(void *ctx, void *xpeer, struct req *r,
 	int rc;
 
 	futex_mutex_lock(&t->lock);
-	rc = post_op(t, xpeer, r, op, local_off, remote_off, len, NULL);
+	rc = post_op(t, xpeer, r, op, t->base, local_off, NULL, remote_off,
+		     len, NULL);
+	futex_mutex_unlock(&t->lock);
+	return rc;
+}
+
+static __hot int tcp_post_mr(void *ctx, void *xpeer, struct req *r,
+			     enum req_op op, void *xmr, uint64_t local_off,
+			     void *xrmr, uint64_t remote_off, uint64_t len)
+{
+	struct tcp_ctx *t = ctx;
+	struct tcp_mr *mr = xmr;
+	int rc;
+
+	if (op != REQ_PUT && op != REQ_GET)
+		return -EINVAL;
+	futex_mutex_lock(&t->lock);
+	rc = post_op(t, xpeer, r, op, mr ? mr->base : t->base, local_off,
+		     xrmr, remote_off, len, NULL);
 	futex_mutex_unlock(&t->lock);
 	return rc;
 }
@@ -1289,9 +1400,131 @@ static int tcp_put_signal(void *ctx, void *xpeer, struct req *r,
 	int rc;
 
 	futex_mutex_lock(&t->lock);
-	rc = post_op(t, xpeer, r, REQ_PUT, local_off, remote_off, len, &tag);
+	rc = post_op(t, xpeer, r, REQ_PUT, t->base, local_off, NULL,
+		     remote_off, len, &tag);
 	futex_mutex_unlock(&t->lock);
 	return rc;
+}
+
+/* ---------------------------------------------------------- regions */
+
+#define TCP_MR_KEY_LEN	8	/* be16 index, be16 0, be32 generation */
+#define TCP_MR_MAX	UINT16_MAX
+
+static int tcp_mr_reg(void *ctx, const struct comm_mr *cmr, void **xmr)
+{
+	struct tcp_ctx *t = ctx;
+	struct tcp_mr *mr, **mrs;
+	uint32_t i, n;
+	int rc = 0;
+
+	if (cmr->mem_type != HMC_MEM_CPU)
+		return -EOPNOTSUPP;	/* the kernel reads and writes it */
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->base = cmr->addr;
+	mr->len = cmr->len;
+	mr->access = cmr->access;
+	futex_mutex_lock(&t->lock);
+	for (i = 0; i < t->nr_mrs && t->mrs[i]; i++)
+		;
+	if (i == t->nr_mrs) {
+		n = t->nr_mrs ? t->nr_mrs * 2 : 16;
+		if (n > TCP_MR_MAX)
+			n = TCP_MR_MAX;
+		mrs = n > t->nr_mrs ? realloc(t->mrs, n * sizeof(*mrs)) : NULL;
+		if (!mrs) {
+			rc = n > t->nr_mrs ? -ENOMEM : -ENOSPC;
+			goto out;
+		}
+		memset(mrs + t->nr_mrs, 0, (n - t->nr_mrs) * sizeof(*mrs));
+		t->mrs = mrs;
+		t->nr_mrs = n;
+	}
+	if (++t->mr_gen == 0)
+		t->mr_gen = 1;
+	mr->gen = t->mr_gen;
+	mr->idx = (uint16_t)(i + 1);
+	t->mrs[i] = mr;
+	*xmr = mr;
+out:
+	futex_mutex_unlock(&t->lock);
+	if (rc)
+		free(mr);
+	return rc;
+}
+
+/*
+ * Peers' accesses to @mr stop here: a put arriving into it is read and
+ * dropped, and a peer with an answer from it still queued fails (its get
+ * raced the deregistration, and the memory may be gone once we return).
+ */
+static void tcp_mr_dereg(void *ctx, void *xmr)
+{
+	struct tcp_ctx *t = ctx;
+	struct tcp_mr *mr = xmr;
+	struct list_node *pos, *n;
+	uint32_t i;
+
+	futex_mutex_lock(&t->lock);
+	t->mrs[mr->idx - 1] = NULL;
+	list_for_each_safe(pos, n, &t->peers) {
+		struct tcp_peer *tp = container_of(pos, struct tcp_peer, node);
+		bool raced = false;
+
+		for (i = 0; i < tp->nch; i++) {
+			struct tcp_stream *s = &tp->st[i];
+			struct list_node *q;
+
+			if (s->left && s->mr == mr) {
+				s->dst = NULL;
+				s->mr = NULL;
+			}
+			for (q = s->txq.next; q != &s->txq; q = q->next)
+				if (container_of(q, struct tcp_op, node)->mr == mr)
+					raced = true;
+		}
+		if (raced)
+			peer_fail(tp, -ECONNABORTED);
+	}
+	futex_mutex_unlock(&t->lock);
+	free(mr);
+}
+
+static int tcp_mr_pack(void *ctx, void *xmr, uint8_t *key, uint32_t cap,
+		       uint32_t *len)
+{
+	struct tcp_mr *mr = xmr;
+
+	if (cap < TCP_MR_KEY_LEN)
+		return -ENOSPC;
+	put_be16(key, mr->idx);
+	put_be16(key + 2, 0);
+	put_be32(key + 4, mr->gen);
+	*len = TCP_MR_KEY_LEN;
+	return 0;
+}
+
+static int tcp_rmr_import(void *ctx, void *xpeer, const uint8_t *key,
+			  uint32_t len, uint64_t size, void **xrmr)
+{
+	struct tcp_ctx *t = ctx;
+	struct tcp_peer *tp = xpeer;
+	struct tcp_rmr *rr;
+
+	if (len != TCP_MR_KEY_LEN || !get_be16(key) || get_be16(key + 2))
+		return -EINVAL;
+	rr = calloc(1, sizeof(*rr));
+	if (!rr)
+		return -ENOMEM;
+	rr->idx = get_be16(key);
+	rr->gen = get_be32(key + 4);
+	futex_mutex_lock(&t->lock);
+	list_add_tail(&tp->rmrs, &rr->node);
+	futex_mutex_unlock(&t->lock);
+	*xrmr = rr;
+	return 0;
 }
 
 /* --------------------------------------------------------- progress */
@@ -1578,6 +1811,11 @@ const struct xport_ops xport_tcp_ops = {
 	.post = tcp_post,
 	.put_signal = tcp_put_signal,
 	.tags_in_band = true,
+	.mr_reg = tcp_mr_reg,
+	.mr_dereg = tcp_mr_dereg,
+	.mr_pack = tcp_mr_pack,
+	.rmr_import = tcp_rmr_import,
+	.post_mr = tcp_post_mr,
 	.progress = tcp_progress,
 	.arm = tcp_arm,
 	.event_fd = tcp_event_fd,

@@ -18,7 +18,12 @@
  *
  * Then frames flow both ways, TCP_HDR_LEN bytes of header, then a payload
  * of len bytes for PUT and GET_RESP:
- *   u8 type, u8 flags, be16 0, be32 len, be64 off, be64 arg.
+ *   u8 type, u8 flags, be16 region, be32 len, be64 off, be64 arg.
+ * Region 0 is the ConnBuffer. Any other is the index from the key of one
+ * of the target's registered regions (be16 index, be16 0, be32
+ * generation); a PUT or GET to it carries the generation in arg (a PUT to
+ * a region has no flags), and the GET_RESP names the range asked for
+ * instead of where it lands. Other frames name region 0.
  */
 #ifndef HMC_LIB_XPORT_TCP_H
 #define HMC_LIB_XPORT_TCP_H

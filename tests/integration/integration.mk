@@ -12,7 +12,8 @@ ITEST_DIR	:= $(O)/tests/integration
 ITEST_PROGS	:= $(ITEST_DIR)/test_comm $(ITEST_DIR)/test_threads \
 		   $(ITEST_DIR)/test_faults $(ITEST_DIR)/peer_events \
 		   $(ITEST_DIR)/test_lifetime $(ITEST_DIR)/test_kills \
-		   $(ITEST_DIR)/test_tcp $(ITEST_DIR)/test_msg
+		   $(ITEST_DIR)/test_tcp $(ITEST_DIR)/test_msg \
+		   $(ITEST_DIR)/test_mr
 ITEST_OBJS	:= $(ITEST_DIR)/itest.o
 ITEST_CFLAGS	:= $(HMC_CPPFLAGS) -Ilib -Itests/unit $(HMC_CFLAGS) $(CFLAGS)
 VM_TEST_PROGS	+= $(ITEST_PROGS)

@@ -104,6 +104,12 @@ case_run msg-kill-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_msg" -c kill -N 
 case_run msg-sizes-auto 150 HMC_TEST_TRANSPORT=auto HMC_TEST_AUTO_IS=shm -- \
 	"$bin/test_msg" -c sizes -N msg-sizes-auto
 case_run msg-mesh-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c mesh -N msg-mesh-shm
+# memory regions: every pair of region and ConnBuffer, rights, bounds,
+# dereg under a posting thread, a stale key; shm refuses them
+case_run mr-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_mr" -N mr-xtcp
+case_run mr-xtcp-4ch 120 HMC_TEST_TRANSPORT=tcp HMC_TEST_CHS=4 -- \
+	"$bin/test_mr" -N mr-xtcp-4ch
+case_run mr-shm 60 HMC_TEST_TRANSPORT=shm -- "$bin/test_mr" -N mr-shm
 case_run msg-kill-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c kill -N msg-kill-shm
 # the same-host rings (shm) and, for comparison, the control sockets (tcp)
 case_run msg-ring-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c ring -N msg-ring-shm

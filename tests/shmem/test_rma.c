@@ -258,6 +258,92 @@ static void test_large(void)
 	free(got);
 }
 
+/* A global: symmetric, in the program's data segment. */
+static unsigned char big_global[(1 << 20) + 64];
+
+/*
+ * Symmetric sources and destinations of sizes above the 16 KiB a request
+ * carries, which move one-sided between PEs on different hosts (heap and
+ * data segment registered as memory regions): heap to heap, heap to a
+ * global, a global to heap, gets into both; a signal after the data, and
+ * a flag after a fence, each seen only with every byte of its data.
+ */
+static void test_symmetric_large(void)
+{
+	static const size_t sizes[] = { 16385, 65536 + 7, (1 << 20) + 13 };
+	static uint64_t flag;
+	int me = shmem_my_pe(), n = shmem_n_pes();
+	int right = (me + 1) % n, left = (me + n - 1) % n;
+	size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1], i, k;
+	unsigned char *src = shmem_malloc(max), *dst = shmem_malloc(max);
+	uint64_t *sig = shmem_calloc(1, sizeof(*sig));
+
+	CHECK(src && dst && sig, "shmem_malloc %zu", max);
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t len = sizes[k];
+		int r = 100 + (int)k;
+
+		for (i = 0; i < max; i++)
+			src[i] = pat(me, i, r);
+		memset(dst, 0xee, max);
+		memset(big_global, 0xdd, sizeof(big_global));
+		shmem_barrier_all();
+		shmem_putmem(dst, src, len, right);
+		shmem_putmem(big_global + 3, src + 1, len - 1, right);
+		shmem_barrier_all();
+		for (i = 0; i < max; i++)
+			CHECK(dst[i] == (i < len ? pat(left, i, r) : 0xee),
+			      "heap put of %zu: byte %zu is %u", len, i, dst[i]);
+		for (i = 0; i < sizeof(big_global); i++)
+			CHECK(big_global[i] == (i >= 3 && i < len + 2 ?
+						pat(left, i - 2, r) : 0xdd),
+			      "global put of %zu: byte %zu is %u", len, i,
+			      big_global[i]);
+		shmem_barrier_all();
+		/* gets: left's src into our heap and our global */
+		memset(dst, 0, max);
+		shmem_getmem(dst, src, len, left);
+		shmem_getmem(big_global, src + 5, len - 5, left);
+		for (i = 0; i < len; i++) {
+			CHECK(dst[i] == pat(left, i, r),
+			      "get of %zu: byte %zu is %u", len, i, dst[i]);
+			CHECK(i >= len - 5 || big_global[i] == pat(left, i + 5, r),
+			      "get into a global of %zu: byte %zu is %u", len, i,
+			      big_global[i]);
+		}
+		shmem_barrier_all();
+		/* a global as the source, the data before its signal */
+		memset(dst, 0xee, max);
+		*sig = 0;
+		for (i = 0; i < len; i++)
+			big_global[i] = pat(me, i, r + 10);
+		shmem_barrier_all();
+		shmem_putmem_signal(dst, big_global, len, sig, 1,
+				    SHMEM_SIGNAL_SET, right);
+		shmem_signal_wait_until(sig, SHMEM_CMP_EQ, 1);
+		for (i = 0; i < len; i++)
+			CHECK(dst[i] == pat(left, i, r + 10),
+			      "data before its signal, %zu: byte %zu is %u", len,
+			      i, dst[i]);
+		shmem_barrier_all();
+		/* a flag after a fence */
+		flag = 0;
+		shmem_barrier_all();
+		shmem_putmem(dst, src, len, right);
+		shmem_fence();
+		shmem_uint64_p(&flag, 1, right);
+		shmem_uint64_wait_until(&flag, SHMEM_CMP_EQ, 1);
+		for (i = 0; i < len; i++)
+			CHECK(dst[i] == pat(left, i, r),
+			      "data before a fenced flag, %zu: byte %zu is %u",
+			      len, i, dst[i]);
+		shmem_barrier_all();
+	}
+	shmem_free(sig);
+	shmem_free(dst);
+	shmem_free(src);
+}
+
 int main(void)
 {
 	unsigned char *heap;
@@ -276,6 +362,7 @@ int main(void)
 		test_sized(heap, bits);
 	test_signal(heap, sig);
 	test_large();
+	test_symmetric_large();
 	shmem_ctx_destroy(ctx);
 	shmem_free(sig);
 	shmem_free(heap);
