@@ -25,12 +25,13 @@
  * connection, which sees the peer die, fails the peer instead.
  *
  * Memory regions (hmc_comm_mr_reg()) are mapped in the context like the
- * ConnBuffer; a region's key is its base address, its rights and its
- * packed rkey. A peer's key is unpacked on the endpoint to that peer, and
+ * ConnBuffer; a region's key is its base address and its packed rkey.
+ * A peer's key is unpacked on the endpoint to that peer, and
  * the rkey lives on the transport peer until it is destroyed, before the
  * endpoint and worker go. UCX has no owner's side that could check an
- * access (cma writes straight into our pages): rights are checked where
- * the transfer starts, bounds by the core, against what the owner packed.
+ * access (cma writes straight into our pages): what the core checks where
+ * the transfer starts, rights and bounds against the owner's descriptor,
+ * is all there is.
  *
  * The worker runs in SERIALIZED mode under our own lock, taken for every
  * UCX call. UCX's own messages go to our log (HMC_LOG=debug shows them),
@@ -93,7 +94,6 @@ struct ucx_peer {
 struct ucx_mr {
 	ucp_mem_h memh;
 	uint8_t *base;
-	uint32_t access;	/* HMC_MR_REMOTE_* */
 };
 
 /* A region of a peer's, imported on the endpoint to it. */
@@ -101,11 +101,10 @@ struct ucx_rmr {
 	struct ucx_rmr *next;	/* ucx_peer.rmrs */
 	ucp_rkey_h rkey;
 	uint64_t base;
-	uint32_t access;
 };
 
-/* Region key: be64 base address, be32 rights, the packed rkey. */
-#define UCX_KEY_HDR	12
+/* Region key: be64 base address, the packed rkey. */
+#define UCX_KEY_HDR	8
 
 /*
  * Blob: be64 base, be32 address length, be32 rkey length, be32 tcp send
@@ -733,7 +732,6 @@ static int ucx_mr_reg(void *ctx, const struct comm_mr *mr, void **xmr)
 		return rc;
 	}
 	m->base = mr->addr;
-	m->access = mr->access;
 	*xmr = m;
 	return 0;
 }
@@ -769,7 +767,6 @@ static int ucx_mr_pack(void *ctx, void *xmr, uint8_t *key, uint32_t cap,
 		goto out;
 	}
 	put_be64(key, (uint64_t)(uintptr_t)m->base);
-	put_be32(key + 8, m->access);
 	memcpy(key + UCX_KEY_HDR, rkey, rlen);
 	*len = (uint32_t)(UCX_KEY_HDR + rlen);
 out:
@@ -786,15 +783,12 @@ static int ucx_rmr_import(void *ctx, void *xpeer, const uint8_t *key,
 	ucs_status_t st;
 	int rc = 0;
 
-	if (len <= UCX_KEY_HDR ||
-	    get_be32(key + 8) & ~(HMC_MR_REMOTE_READ | HMC_MR_REMOTE_WRITE) ||
-	    get_be64(key) + size < get_be64(key))
+	if (len <= UCX_KEY_HDR || get_be64(key) + size < get_be64(key))
 		return -EINVAL;
 	rm = calloc(1, sizeof(*rm));
 	if (!rm)
 		return -ENOMEM;
 	rm->base = get_be64(key);
-	rm->access = get_be32(key + 8);
 	pthread_mutex_lock(&u->lock);
 	if (up->closed || !up->ep) {
 		rc = -ENOTCONN;
@@ -819,16 +813,11 @@ static __hot int ucx_post_mr(void *ctx, void *xpeer, struct req *r,
 			     enum req_op op, void *xmr, uint64_t local_off,
 			     void *xrmr, uint64_t remote_off, uint64_t len)
 {
-	uint32_t right = op == REQ_GET ? HMC_MR_REMOTE_READ :
-					 HMC_MR_REMOTE_WRITE;
 	struct ucx_peer *up = xpeer;
 	struct ucx_ctx *u = ctx;
 	struct ucx_rmr *rm = xrmr;
 	struct ucx_mr *m = xmr;
 
-	/* nothing on the owner's side checks it (see above) */
-	if (rm && !(rm->access & right))
-		return -EPERM;
 	return ucx_start(u, up, r, op,
 			 m ? m->base + local_off : u->base + local_off,
 			 m ? m->memh : u->memh,
