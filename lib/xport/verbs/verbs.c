@@ -100,7 +100,8 @@
  *    receive queue is empty, RNR_RETRY 7 lets them wait without limit;
  *  - at most MAX_RD_ATOMIC RDMA READs in flight per QP each way, bounded
  *    by the device and by what the peer accepts;
- *  - writes of up to MAX_INLINE bytes travel inline.
+ *  - writes of up to MAX_INLINE bytes of host memory travel inline (the
+ *    CPU copies them into the WR: it cannot read device memory).
  */
 #define SQ_DEPTH		128
 #define RQ_DEPTH		64
@@ -153,6 +154,7 @@ struct vb_ctx {
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;		/* NULL when staged */
 	bool staged;			/* the buffer goes through bounce buffers */
+	bool buf_host;			/* the buffer is host memory */
 	struct ibv_comp_channel *chan;
 	uint8_t *base;
 	uint64_t chunk;
@@ -160,6 +162,12 @@ struct vb_ctx {
 	uint32_t armed_cqs;	/* CQs that may have an event for us */
 	struct list_node free_ops;	/* finished ops kept for reuse */
 	uint32_t nfree_ops;
+};
+
+/* A region of ours. */
+struct vb_mr {
+	struct ibv_mr *mr;
+	bool host;		/* host memory: the CPU may read it (inline) */
 };
 
 /* A region of a peer's, as its key says. */
@@ -174,7 +182,7 @@ struct vb_rmr {
 
 struct vb_op {
 	struct req *r;
-	const struct ibv_mr *lmr;	/* our region, NULL: the ConnBuffer */
+	const struct vb_mr *lmr;	/* our region, NULL: the ConnBuffer */
 	const struct vb_rmr *rmr;	/* the peer's, NULL: its ConnBuffer */
 	uint8_t kind;		/* enum req_op or OP_SIGNAL */
 	bool tag_left;		/* put_signal: the tag is still to post */
@@ -335,6 +343,7 @@ static int vb_init(struct hmc_comm *comm, void **ctx)
 		v->staged = true;
 	}
 	v->base = hmc_buf_ptr(comm->buf);
+	v->buf_host = hmc_buf_mem_type(comm->buf) == HMC_MEM_CPU;
 	v->chunk = chunk_from_env();
 	if (v->chunk > v->port.max_msg_sz)
 		v->chunk = v->port.max_msg_sz;
@@ -563,8 +572,8 @@ static __hot int post_wr(struct vb_peer *vp, uint32_t c, struct vb_op *op,
 						len, vp->stage_mr->lkey };
 		else if (op->lmr)
 			sge = (struct ibv_sge){
-				(uintptr_t)op->lmr->addr + op->loff, len,
-				op->lmr->lkey };
+				(uintptr_t)op->lmr->mr->addr + op->loff, len,
+				op->lmr->mr->lkey };
 		else
 			sge = (struct ibv_sge){ (uintptr_t)(v->base + op->loff),
 						len, v->mr->lkey };
@@ -577,7 +586,9 @@ static __hot int post_wr(struct vb_peer *vp, uint32_t c, struct vb_op *op,
 			wr.wr.rdma.remote_addr = vp->rbase + op->roff;
 			wr.wr.rdma.rkey = vp->rkey;
 		}
-		if (op->kind != REQ_GET && len <= vp->max_inline)
+		/* inline data is read by the CPU: never from device memory */
+		if (op->kind != REQ_GET && len <= vp->max_inline &&
+		    (stage >= 0 || (op->lmr ? op->lmr->host : v->buf_host)))
 			wr.send_flags |= IBV_SEND_INLINE;
 	}
 	rc = ibv_post_send(ch->qp, &wr, &bad);
@@ -1211,7 +1222,7 @@ static void vb_peer_destroy(void *ctx, void *xpeer, bool graceful,
  * ConnBuffer) and @roff of the peer's @rmr (NULL: its ConnBuffer).
  */
 static __hot int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
-			 int kind, const struct ibv_mr *lmr, uint64_t loff,
+			 int kind, const struct vb_mr *lmr, uint64_t loff,
 			 const struct vb_rmr *rmr, uint64_t roff, uint64_t len,
 			 uint64_t tag)
 {
@@ -1295,35 +1306,43 @@ static int vb_put_signal(void *ctx, void *xpeer, struct req *r,
 
 /* ------------------------------------------------------------ regions */
 
-/* A region of ours is its ibv_mr, whose rights the NIC enforces. */
+/* A region of ours is an ibv_mr, whose rights the NIC enforces. */
 static int vb_mr_reg(void *ctx, const struct comm_mr *mr, void **xmr)
 {
 	struct vb_ctx *v = ctx;
-	struct ibv_mr *m;
+	struct vb_mr *m = malloc(sizeof(*m));
 	int rc = -EIO;
 
-	/* LOCAL_WRITE always: a get lands in it, and REMOTE_WRITE needs it */
-	m = vb_reg_mem(&v->port, v->pd, mr->addr, mr->len, mr->mem_type,
-		       mr->device, IBV_ACCESS_LOCAL_WRITE |
-		       (mr->access & HMC_MR_REMOTE_READ ?
-			IBV_ACCESS_REMOTE_READ : 0) |
-		       (mr->access & HMC_MR_REMOTE_WRITE ?
-			IBV_ACCESS_REMOTE_WRITE : 0), &rc);
 	if (!m)
+		return -ENOMEM;
+	/* LOCAL_WRITE always: a get lands in it, and REMOTE_WRITE needs it */
+	m->mr = vb_reg_mem(&v->port, v->pd, mr->addr, mr->len, mr->mem_type,
+			   mr->device, IBV_ACCESS_LOCAL_WRITE |
+			   (mr->access & HMC_MR_REMOTE_READ ?
+			    IBV_ACCESS_REMOTE_READ : 0) |
+			   (mr->access & HMC_MR_REMOTE_WRITE ?
+			    IBV_ACCESS_REMOTE_WRITE : 0), &rc);
+	if (!m->mr) {
+		free(m);
 		return rc;
+	}
+	m->host = mr->mem_type == HMC_MEM_CPU;
 	*xmr = m;
 	return 0;
 }
 
 static void vb_mr_dereg(void *ctx, void *xmr)
 {
-	warn_on(ibv_dereg_mr(xmr), "ibv_dereg_mr");
+	struct vb_mr *m = xmr;
+
+	warn_on(ibv_dereg_mr(m->mr), "ibv_dereg_mr");
+	free(m);
 }
 
 static int vb_mr_pack(void *ctx, void *xmr, uint8_t *key, uint32_t cap,
 		      uint32_t *len)
 {
-	struct ibv_mr *m = xmr;
+	const struct ibv_mr *m = ((struct vb_mr *)xmr)->mr;
 
 	if (cap < KEY_LEN)
 		return -ENOSPC;
