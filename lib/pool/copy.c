@@ -4,9 +4,11 @@
  * this process may use, an offset in a remote rank's ConnBuffer, or a
  * remote rank's device segment), the kind is checked against what each
  * side is, and the copy runs as a memcpy, a device runtime copy,
- * communicator puts and gets (staged through the ConnBuffer's window
- * where the local side is outside it, chunks copied while others are on
- * the wire), or an exchange with the owner of a device segment (owner.c).
+ * communicator puts and gets (from and into a memory region where the
+ * local side lies in one: the ConnBuffer, our device segment, registered
+ * user memory; else staged through the ConnBuffer's window, chunks
+ * copied while others are on the wire), or a transfer with a device
+ * segment of another rank (owner.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@ struct loc {
 	bool in_buf;		/* in this rank's ConnBuffer */
 	bool host_seg;		/* a global range in a host segment */
 	bool served;		/* in another rank's device segment, at buf_off */
+	struct pool_lref ref;	/* local: the region it lies in, if any */
 };
 
 struct pool_job {
@@ -79,12 +82,14 @@ static int resolve_global(struct hmc_pool *p, const void *addr, size_t len,
 		}
 		loc->type = p->dev_type;
 		loc->ptr = (char *)p->dev_ptr + off;
+		loc->ref = (struct pool_lref){ p->dev_mr != 0, p->dev_mr, off };
 		return 0;
 	}
 	loc->type = HMC_MEM_CPU;
 	if (r == p->rank) {
 		loc->ptr = (char *)hmc_buf_ptr(p->buf) + off;
 		loc->in_buf = true;
+		loc->ref = (struct pool_lref){ true, 0, off };
 	} else {
 		loc->ptr = p->ranks[r].mapped ? (char *)addr : NULL;
 	}
@@ -114,6 +119,10 @@ static int classify_local(struct hmc_pool *p, const void *addr, size_t len,
 				       ((uintptr_t)addr - u->start);
 			loc->ptr = (char *)hmc_buf_ptr(p->buf) + loc->buf_off;
 			loc->in_buf = true;
+			loc->ref = (struct pool_lref){ true, 0, loc->buf_off };
+		} else if (!ret && u->mr) {
+			loc->ref = (struct pool_lref){
+				true, u->mr, (uintptr_t)addr - u->start };
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -143,6 +152,7 @@ static int resolve(struct hmc_pool *p, const void *addr, size_t len,
 
 	if (!addr)
 		return -EINVAL;
+	loc->ref = (struct pool_lref){ 0 };
 	if (in_pool(p, (uintptr_t)addr)) {
 		if (want == SIDE_L || want == SIDE_H) {
 			pr_debug("pool: %p is a global address, the kind wants local memory",
@@ -254,6 +264,32 @@ static int stage_drain(struct hmc_pool *p, hmc_req_t *req, int ret)
 	return ret;
 }
 
+/* To a remote host segment from a region of ours (the ConnBuffer, or not). */
+static int put_direct(struct hmc_pool *p, const struct loc *dst,
+		      const struct loc *src, size_t len)
+{
+	hmc_req_t req;
+	int ret;
+
+	ret = hmc_comm_put_mr_nb(p->comm, (uint32_t)dst->rank, src->ref.mr,
+				 src->ref.off, 0, dst->buf_off, len, &req);
+	if (!ret)
+		ret = hmc_comm_wait(p->comm, req, p->timeout_ms);
+	return ret ?: hmc_comm_flush(p->comm, (uint32_t)dst->rank);
+}
+
+/* From a remote host segment into a region of ours. */
+static int get_direct(struct hmc_pool *p, const struct loc *dst,
+		      const struct loc *src, size_t len)
+{
+	hmc_req_t req;
+	int ret;
+
+	ret = hmc_comm_get_mr_nb(p->comm, (uint32_t)src->rank, dst->ref.mr,
+				 dst->ref.off, 0, src->buf_off, len, &req);
+	return ret ?: hmc_comm_wait(p->comm, req, p->timeout_ms);
+}
+
 /*
  * To a remote host segment from memory outside our ConnBuffer: each chunk
  * is copied into a free slot of the window while the earlier ones fly.
@@ -336,9 +372,11 @@ static int get_staged(struct hmc_pool *p, const struct loc *dst,
 static int relay_fetch(struct hmc_pool *p, const struct loc *src, size_t pos,
 		       size_t n)
 {
+	struct pool_lref win = { true, 0, stage_off(p, 0) };
+
 	if (src->served)
 		return pool_dev_read(p, (uint32_t)src->rank, src->buf_off + pos,
-				     stage_ptr(p, 0), HMC_MEM_CPU, n);
+				     stage_ptr(p, 0), HMC_MEM_CPU, &win, n);
 	return hmc_comm_get(p->comm, (uint32_t)src->rank, stage_off(p, 0),
 			    src->buf_off + pos, n);
 }
@@ -347,10 +385,12 @@ static int relay_fetch(struct hmc_pool *p, const struct loc *src, size_t pos,
 static int relay_store(struct hmc_pool *p, const struct loc *dst, size_t pos,
 		       size_t n)
 {
+	struct pool_lref win = { true, 0, stage_off(p, 0) };
+
 	if (dst->served)
 		return pool_dev_write(p, (uint32_t)dst->rank,
 				      dst->buf_off + pos, stage_ptr(p, 0),
-				      HMC_MEM_CPU, n);
+				      HMC_MEM_CPU, &win, n);
 	return hmc_comm_put(p->comm, (uint32_t)dst->rank, stage_off(p, 0),
 			    dst->buf_off + pos, n);
 }
@@ -400,23 +440,15 @@ static int run_copy(struct hmc_pool *p, const struct loc *dst,
 		return relay(p, dst, src, len);
 	if (dst->served)
 		return pool_dev_write(p, (uint32_t)dst->rank, dst->buf_off,
-				      src->ptr, src->type, len);
+				      src->ptr, src->type, &src->ref, len);
 	if (src->served)
 		return pool_dev_read(p, (uint32_t)src->rank, src->buf_off,
-				     dst->ptr, dst->type, len);
-	if (!dst->ptr) {
-		if (src->in_buf) {
-			ret = hmc_comm_put(p->comm, (uint32_t)dst->rank,
-					   src->buf_off, dst->buf_off, len);
-			return ret ?: hmc_comm_flush(p->comm,
-						     (uint32_t)dst->rank);
-		}
-		return put_staged(p, dst, src, len);
-	}
-	if (dst->in_buf)
-		return hmc_comm_get(p->comm, (uint32_t)src->rank, dst->buf_off,
-				    src->buf_off, len);
-	return get_staged(p, dst, src, len);
+				     dst->ptr, dst->type, &dst->ref, len);
+	if (!dst->ptr)
+		return src->ref.ok ? put_direct(p, dst, src, len) :
+				     put_staged(p, dst, src, len);
+	return dst->ref.ok ? get_direct(p, dst, src, len) :
+			     get_staged(p, dst, src, len);
 }
 
 static int prepare(struct hmc_pool *p, void *dst, const void *src, size_t len,

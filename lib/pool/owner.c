@@ -12,10 +12,17 @@
  * region of its own for them, POOL_MSG_REGION), copying chunks in and out
  * with the device runtime while others are on the wire; a side that lies
  * in the ConnBuffer (our host segment, the staging window) is pulled or
- * landed without a copy. A NIC that could take the device segment itself
- * (verbs with a dma-buf of it) would need the communicator to register a
- * second memory region, which libhmc's communicators do not: every
- * transport reaches one ConnBuffer, so staging is what runs everywhere.
+ * landed without a copy.
+ *
+ * Where the transport can take the device segment itself (verbs with a
+ * dma-buf of it, or as peer memory; UCX with the device's transport), the
+ * owner registers it as a memory region of the communicator, and a
+ * requester asks once for its descriptor (POOL_DEV_DESC): a copy whose
+ * local side lies in a region of ours (the ConnBuffer, our device
+ * segment, registered user memory) then moves one-sided, NIC to device
+ * memory, with no copy and no owner in between. Where the transport
+ * refuses (tcp, shm) the owner answers -EOPNOTSUPP and copies go through
+ * it as above.
  *
  * The owner serves requests on one thread, one at a time, in the order
  * they arrive; it never waits for another rank's service, so services
@@ -52,6 +59,7 @@
 enum pool_dev_op {
 	POOL_DEV_WRITE = 1,
 	POOL_DEV_READ,
+	POOL_DEV_DESC,		/* the segment's region descriptor, as READ data */
 };
 
 /* A request to a device segment's owner; no padding. */
@@ -75,6 +83,24 @@ static int reply(struct hmc_pool *p, uint32_t rank, uint32_t id, int status)
 			     sizeof(r), HMC_MEM_CPU, p->timeout_ms);
 }
 
+/* Our segment's descriptor, or why there is none. */
+static void serve_desc(struct hmc_pool *p, uint32_t rank,
+		       const struct pool_dev_req *req)
+{
+	uint8_t desc[HMC_MR_DESC_MAX];
+	size_t len = 0;
+	int status = -EOPNOTSUPP;
+
+	if (p->dev_mr)
+		status = hmc_comm_mr_pack(p->comm, p->dev_mr, desc, sizeof(desc),
+					  &len);
+	if (!status && (req->off || req->len))
+		status = -EPROTO;
+	if (!reply(p, rank, req->id, status) && !status)
+		hmc_comm_send(p->comm, rank, POOL_TAG(POOL_KIND_READ, req->id),
+			      desc, len, HMC_MEM_CPU, p->timeout_ms);
+}
+
 /* One request from @rank, answered whatever becomes of it. */
 static void serve_one(struct hmc_pool *p, uint32_t rank,
 		      const struct pool_dev_req *req)
@@ -83,6 +109,10 @@ static void serve_one(struct hmc_pool *p, uint32_t rank,
 	char *at = NULL;
 	int status = 0, ret;
 
+	if (req->op == POOL_DEV_DESC) {
+		serve_desc(p, rank, req);
+		return;
+	}
 	if (req->len > size || req->off > size - req->len)
 		status = -ERANGE;
 	else if (req->op != POOL_DEV_WRITE && req->op != POOL_DEV_READ)
@@ -189,15 +219,103 @@ static int owner_err(struct hmc_pool *p, uint32_t rank, int ret)
 	return -ECONNRESET;
 }
 
-int pool_dev_write(struct hmc_pool *p, uint32_t rank, uint64_t off,
-		   const void *src, uint32_t src_type, size_t len)
+void pool_dev_region(struct hmc_pool *p)
 {
-	uint32_t id = __atomic_add_fetch(&p->next_id, 1, __ATOMIC_RELAXED);
-	struct pool_dev_req req = { .op = POOL_DEV_WRITE, .id = id, .off = off,
+	HMC_OPTS(hmc_mr_opts, o, .access = HMC_MR_REMOTE_READ |
+		 HMC_MR_REMOTE_WRITE, .mem_type = p->dev_type,
+		 .device = p->dev_id);
+	int ret;
+
+	ret = hmc_comm_mr_reg(p->comm, p->dev_ptr,
+			      p->ranks[p->rank].dev_size, &o, &p->dev_mr);
+	if (ret) {
+		p->dev_mr = 0;
+		pr_debug("pool: our device segment is no memory region (%s): its owner serves it",
+			 hmc_strerror(ret));
+	}
+}
+
+void pool_dev_unregion(struct hmc_pool *p)
+{
+	if (p->dev_mr)
+		hmc_comm_mr_dereg(p->comm, p->dev_mr);
+	p->dev_mr = 0;
+}
+
+/*
+ * @rank's device segment as a region we imported: its handle, or 0 where
+ * its owner has none the transport takes (asked once per member).
+ */
+static uint32_t dev_rmr(struct hmc_pool *p, uint32_t rank)
+{
+	uint32_t id, h;
+	struct pool_dev_req req = { .op = POOL_DEV_DESC };
+	struct pool_dev_reply r = { 0 };
+	uint8_t desc[HMC_MR_DESC_MAX];
+	struct hmc_msg_status st;
+	int ret;
+
+	pthread_mutex_lock(&p->lock);
+	h = p->dev_rmr[rank];
+	pthread_mutex_unlock(&p->lock);
+	if (h != POOL_RMR_UNKNOWN)
+		return h == POOL_RMR_NONE ? 0 : h;
+	id = __atomic_add_fetch(&p->next_id, 1, __ATOMIC_RELAXED);
+	req.id = id;
+	ret = hmc_comm_send(p->comm, rank, POOL_TAG_REQ, &req, sizeof(req),
+			    HMC_MEM_CPU, p->timeout_ms);
+	if (!ret)
+		ret = hmc_comm_recv(p->comm, rank, POOL_TAG(POOL_KIND_REPLY, id),
+				    &r, sizeof(r), HMC_MEM_CPU, NULL,
+				    p->timeout_ms);
+	if (ret)
+		return 0;	/* the exchange itself fails the copy, and tells why */
+	h = POOL_RMR_NONE;
+	if (!r.status &&
+	    !hmc_comm_recv(p->comm, rank, POOL_TAG(POOL_KIND_READ, id), desc,
+			   sizeof(desc), HMC_MEM_CPU, &st, p->timeout_ms) &&
+	    hmc_comm_mr_import(p->comm, rank, desc, st.len, &h))
+		h = POOL_RMR_NONE;
+	pthread_mutex_lock(&p->lock);
+	if (p->dev_rmr[rank] == POOL_RMR_UNKNOWN)
+		p->dev_rmr[rank] = h;
+	pthread_mutex_unlock(&p->lock);
+	return h == POOL_RMR_NONE ? 0 : h;
+}
+
+/* One-sided between region @ref of ours and @rank's device segment. */
+static int dev_one_sided(struct hmc_pool *p, uint32_t rank, bool write,
+			 uint64_t off, uint32_t rmr,
+			 const struct pool_lref *ref, size_t len)
+{
+	hmc_req_t req;
+	int ret;
+
+	ret = write ? hmc_comm_put_mr_nb(p->comm, rank, ref->mr, ref->off, rmr,
+					 off, len, &req) :
+		      hmc_comm_get_mr_nb(p->comm, rank, ref->mr, ref->off, rmr,
+					 off, len, &req);
+	if (!ret)
+		ret = hmc_comm_wait(p->comm, req, p->timeout_ms);
+	if (!ret && write)
+		ret = hmc_comm_flush(p->comm, rank);
+	return ret ? owner_err(p, rank, ret) : 0;
+}
+
+int pool_dev_write(struct hmc_pool *p, uint32_t rank, uint64_t off,
+		   const void *src, uint32_t src_type,
+		   const struct pool_lref *ref, size_t len)
+{
+	uint32_t id, rmr = ref->ok ? dev_rmr(p, rank) : 0;
+	struct pool_dev_req req = { .op = POOL_DEV_WRITE, .off = off,
 				    .len = len };
 	struct pool_dev_reply r = { 0 };
 	int ret, sent;
 
+	if (rmr)
+		return dev_one_sided(p, rank, true, off, rmr, ref, len);
+	id = __atomic_add_fetch(&p->next_id, 1, __ATOMIC_RELAXED);
+	req.id = id;
 	ret = hmc_comm_send(p->comm, rank, POOL_TAG_REQ, &req, sizeof(req),
 			    HMC_MEM_CPU, p->timeout_ms);
 	if (ret)
@@ -213,14 +331,19 @@ int pool_dev_write(struct hmc_pool *p, uint32_t rank, uint64_t off,
 }
 
 int pool_dev_read(struct hmc_pool *p, uint32_t rank, uint64_t off, void *dst,
-		  uint32_t dst_type, size_t len)
+		  uint32_t dst_type, const struct pool_lref *ref, size_t len)
 {
-	uint32_t id = __atomic_add_fetch(&p->next_id, 1, __ATOMIC_RELAXED);
-	struct pool_dev_req req = { .op = POOL_DEV_READ, .id = id, .off = off,
+	uint32_t id, rmr = ref->ok ? dev_rmr(p, rank) : 0;
+	struct pool_dev_req req = { .op = POOL_DEV_READ, .off = off,
 				    .len = len };
 	struct pool_dev_reply r = { 0 };
 	struct hmc_msg_status st;
 	int ret;
+
+	if (rmr)
+		return dev_one_sided(p, rank, false, off, rmr, ref, len);
+	id = __atomic_add_fetch(&p->next_id, 1, __ATOMIC_RELAXED);
+	req.id = id;
 
 	ret = hmc_comm_send(p->comm, rank, POOL_TAG_REQ, &req, sizeof(req),
 			    HMC_MEM_CPU, p->timeout_ms);

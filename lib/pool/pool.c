@@ -266,6 +266,8 @@ static void adopt(struct hmc_pool *p, uint32_t r, const struct pool_rec *rec,
 	p->ranks[r].host_size = rec->host_size;
 	p->ranks[r].dev_size = rec->dev_size;
 	p->ranks[r].state = POOL_RANK_LIVE;
+	/* a new member, a new connection: its region is asked for again */
+	p->dev_rmr[r] = POOL_RMR_UNKNOWN;
 	pthread_mutex_unlock(&p->lock);
 	unmap_slot(p, r);
 	if (r != p->rank)
@@ -473,11 +475,16 @@ static void pool_free(struct hmc_pool *p)
 
 	pool_copy_stop(p);
 	pool_serve_stop(p);
+	if (p->comm)
+		pool_dev_unregion(p);
 	/* Registered memory gets its own pages back before the buffer goes. */
-	for (i = 0; i < p->nr_user; i++)
+	for (i = 0; i < p->nr_user; i++) {
 		if (p->user[i].moved && user_restore(p, &p->user[i]))
 			pr_debug("pool: %#lx: cannot give it private pages back; it stays mapped shared",
 				 (unsigned long)p->user[i].start);
+		if (p->user[i].mr)
+			hmc_comm_mr_dereg(p->comm, p->user[i].mr);
+	}
 	if (p->comm)
 		hmc_comm_destroy(p->comm);
 	if (p->base)
@@ -492,6 +499,7 @@ static void pool_free(struct hmc_pool *p)
 	pthread_mutex_destroy(&p->stage_lock);
 	pthread_mutex_destroy(&p->group_lock);
 	free(p->ranks);
+	free(p->dev_rmr);
 	free(p->user);
 	free(p->self);
 	free(p);
@@ -568,7 +576,8 @@ int hmc_pool_create(struct hmc_world *world, const struct hmc_pool_opts *opts,
 	if (ret)
 		goto fail;
 	p->ranks = calloc(p->nr_slots, sizeof(*p->ranks));
-	if (!p->ranks) {
+	p->dev_rmr = calloc(p->nr_slots, sizeof(*p->dev_rmr));
+	if (!p->ranks || !p->dev_rmr) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -579,6 +588,8 @@ int hmc_pool_create(struct hmc_world *world, const struct hmc_pool_opts *opts,
 			 p->timeout_ms);
 	if (!ret)
 		ret = pool_copy_start(p);
+	if (!ret && p->dev_ptr)
+		pool_dev_region(p);
 	if (!ret)
 		ret = pool_serve_start(p);
 	if (!ret)
@@ -752,6 +763,19 @@ static int user_restore(struct hmc_pool *p, const struct pool_user_range *u)
 	return 0;
 }
 
+/*
+ * A range that stays where it is becomes a memory region of ours, where a
+ * transport up takes it: copies between it and remote segments then go
+ * one-sided, not staged through the window.
+ */
+static void user_region(struct hmc_pool *p, struct pool_user_range *u)
+{
+	HMC_OPTS(hmc_mr_opts, o, .mem_type = u->type, .device = p->dev_id);
+
+	if (hmc_comm_mr_reg(p->comm, (void *)u->start, u->len, &o, &u->mr))
+		u->mr = 0;
+}
+
 int hmc_pool_register_user_mem(struct hmc_pool *p, void *addr, size_t len,
 			       enum hmc_mem_type type)
 {
@@ -779,7 +803,8 @@ int hmc_pool_register_user_mem(struct hmc_pool *p, void *addr, size_t len,
 			u = &u[p->nr_user];
 			*u = (struct pool_user_range){ .start = a, .len = len,
 						       .type = type };
-			user_move(p, u);
+			if (!user_move(p, u))
+				user_region(p, u);
 			p->nr_user++;
 		} else {
 			ret = -ENOMEM;
@@ -791,6 +816,7 @@ int hmc_pool_register_user_mem(struct hmc_pool *p, void *addr, size_t len,
 
 int hmc_pool_unregister_user_mem(struct hmc_pool *p, void *addr)
 {
+	uint32_t mr = 0;
 	int ret = -ENOENT;
 	size_t i;
 
@@ -801,11 +827,16 @@ int hmc_pool_unregister_user_mem(struct hmc_pool *p, void *addr)
 		if (p->user[i].start != (uintptr_t)addr)
 			continue;
 		ret = p->user[i].moved ? user_restore(p, &p->user[i]) : 0;
-		if (!ret)
+		if (!ret) {
+			mr = p->user[i].mr;
 			p->user[i] = p->user[--p->nr_user];
+		}
 		break;
 	}
 	pthread_mutex_unlock(&p->lock);
+	/* outside the lock: it waits for the copies posted from it */
+	if (mr)
+		hmc_comm_mr_dereg(p->comm, mr);
 	return ret;
 }
 

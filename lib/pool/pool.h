@@ -65,6 +65,18 @@ struct pool_user_range {
 	uint32_t type;		/* enum hmc_mem_type */
 	bool moved;		/* its pages are the ConnBuffer's, at user_off */
 	size_t user_off;	/* with moved: in the user memory room */
+	uint32_t mr;		/* else its memory region, or 0 */
+};
+
+/* dev_rmr[]: not asked yet, or asked and the owner has none to give. */
+#define POOL_RMR_UNKNOWN	0
+#define POOL_RMR_NONE		UINT32_MAX
+
+/* A local range as one side of a transfer: a region and an offset in it. */
+struct pool_lref {
+	bool ok;		/* else it lies in no region */
+	uint32_t mr;		/* 0: the ConnBuffer */
+	uint64_t off;
 };
 
 struct hmc_pool {
@@ -85,11 +97,14 @@ struct hmc_pool {
 	void *dev_ptr;		/* this rank's device segment */
 	uint32_t dev_type;
 	int dev_id;
+	uint32_t dev_mr;	/* its memory region, or 0 */
 
 	struct pool_rec *self;	/* ours, published again by refreshes */
 
-	pthread_mutex_t lock;	/* ranks[].state, user ranges */
+	pthread_mutex_t lock;	/* ranks[].state, user ranges, dev_rmr */
 	struct pool_rank *ranks;
+	/* Per rank: its device segment's region imported, or POOL_RMR_*. */
+	uint32_t *dev_rmr;
 	struct pool_user_range *user;
 	size_t nr_user;
 	size_t user_off;		/* the room for user memory: ours only */
@@ -151,11 +166,20 @@ void pool_copy_stop(struct hmc_pool *p);
 /* owner.c: our device segment served to others, and theirs reached. */
 int pool_serve_start(struct hmc_pool *p);
 void pool_serve_stop(struct hmc_pool *p);
-/* @len bytes at @src (memory of @src_type) to @off of @rank's device segment. */
+/*
+ * @len bytes at @src (memory of @src_type; in region @ref where it is in
+ * one) to @off of @rank's device segment: one-sided where the owner's
+ * segment is a region the transport reaches and @ref is ok, else by the
+ * owner.
+ */
 int pool_dev_write(struct hmc_pool *p, uint32_t rank, uint64_t off,
-		   const void *src, uint32_t src_type, size_t len);
+		   const void *src, uint32_t src_type,
+		   const struct pool_lref *ref, size_t len);
 /* @len bytes at @off of @rank's device segment into @dst (of @dst_type). */
 int pool_dev_read(struct hmc_pool *p, uint32_t rank, uint64_t off, void *dst,
-		  uint32_t dst_type, size_t len);
+		  uint32_t dst_type, const struct pool_lref *ref, size_t len);
+/* Our device segment's region for others (pool create and destroy). */
+void pool_dev_region(struct hmc_pool *p);
+void pool_dev_unregion(struct hmc_pool *p);
 
 #endif

@@ -702,7 +702,9 @@ static bool mapped_from_file(const void *addr)
  * used straight by copies to and from every rank (and the next rank's
  * device segment), and gets private pages back, with its bytes, when it is
  * unregistered; ranges that cannot move (unaligned, too large for the
- * room) are classified only and still copy.
+ * room) become memory regions of the communicator where its transport
+ * takes them (tcp, to ranks on other hosts), copied from and into
+ * without staging, or are classified only and staged.
  */
 static void user_mem(struct hmc_pool *pool)
 {
@@ -780,6 +782,13 @@ static void user_mem(struct hmc_pool *pool)
 				part, HMC_POOL_G2H, 0), 0);
 	check_bytes(back, part, seed(51, me, 0), "a staged registered range", me,
 		    next);
+	/* into the range itself, at an odd place: a get into its region */
+	memset(mem + 2 * part, 0, part + 5);
+	CHECK_RET(hmc_pool_copy(pool, mem + 2 * part + 5,
+				hmc_pool_ptr(pool, HMC_POOL_HOST, next) + HOFF +
+				me * part, part, HMC_POOL_G2H, 0), 0);
+	check_bytes((uint8_t *)mem + 2 * part + 5, part, seed(51, me, 0),
+		    "into a registered range that stayed", me, next);
 	CHECK_RET(hmc_pool_unregister_user_mem(pool, mem), 0);
 
 	/* Two moved ranges share the room; the second one past the first. */
