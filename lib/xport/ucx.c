@@ -25,13 +25,13 @@
  * connection, which sees the peer die, fails the peer instead.
  *
  * Memory regions (hmc_comm_mr_reg()) are mapped in the context like the
- * ConnBuffer; a region's key is its base address and its packed rkey.
- * A peer's key is unpacked on the endpoint to that peer, and
- * the rkey lives on the transport peer until it is destroyed, before the
- * endpoint and worker go. UCX has no owner's side that could check an
- * access (cma writes straight into our pages): what the core checks where
- * the transfer starts, rights and bounds against the owner's descriptor,
- * is all there is.
+ * ConnBuffer; a region's key is its base address and its packed rkey. A
+ * peer's key is unpacked on the endpoint to that peer, and the rkey lives
+ * on the transport peer until it is destroyed, before the endpoint and
+ * worker go. UCX has no owner's side that could check an access (cma
+ * writes straight into our pages): what the core checks where the
+ * transfer starts, rights and bounds against the owner's descriptor, is
+ * all there is.
  *
  * The worker runs in SERIALIZED mode under our own lock, taken for every
  * UCX call. UCX's own messages go to our log (HMC_LOG=debug shows them),
