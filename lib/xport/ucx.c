@@ -24,6 +24,15 @@
  * sysv shared memory), the endpoint is created without it and the control
  * connection, which sees the peer die, fails the peer instead.
  *
+ * Memory regions (hmc_comm_mr_reg()) are mapped in the context like the
+ * ConnBuffer; a region's key is its base address and its packed rkey. A
+ * peer's key is unpacked on the endpoint to that peer, and the rkey lives
+ * on the transport peer until it is destroyed, before the endpoint and
+ * worker go. UCX has no owner's side that could check an access (cma
+ * writes straight into our pages): what the core checks where the
+ * transfer starts, rights and bounds against the owner's descriptor, is
+ * all there is.
+ *
  * The worker runs in SERIALIZED mode under our own lock, taken for every
  * UCX call. UCX's own messages go to our log (HMC_LOG=debug shows them),
  * never straight to stderr.
@@ -39,6 +48,7 @@
 #include <ucp/api/ucp.h>
 #include <ucs/debug/log_def.h>
 
+#include "core/mr.h"
 #include "core/peer.h"
 #include "sys/log.h"
 
@@ -73,11 +83,28 @@ struct ucx_peer {
 	ucp_ep_h ep;
 	ucp_rkey_h rkey;
 	uint64_t remote_base;
+	struct ucx_rmr *rmrs;	/* imported regions, under u->lock */
 	unsigned int inflight;	/* our requests UCX still holds, under u->lock */
 	bool peer_err_mode;	/* the endpoint reports peer failure */
 	bool closed;
 	int64_t linger_until;	/* on u->lingering: destroy the worker then */
 };
+
+/* A region of ours. */
+struct ucx_mr {
+	ucp_mem_h memh;
+	uint8_t *base;
+};
+
+/* A region of a peer's, imported on the endpoint to it. */
+struct ucx_rmr {
+	struct ucx_rmr *next;	/* ucx_peer.rmrs */
+	ucp_rkey_h rkey;
+	uint64_t base;
+};
+
+/* Region key: be64 base address, the packed rkey. */
+#define UCX_KEY_HDR	8
 
 /*
  * Blob: be64 base, be32 address length, be32 rkey length, be32 tcp send
@@ -141,13 +168,13 @@ static void ucx_log_install(void)
 }
 
 /*
- * A memory type UCX must support for the buffer, HOST, or UNKNOWN for
- * device memory UCX has no type for (Ascend, CNRT, MUSA): such memory is
- * no host memory either, so UCX must not be told it is.
+ * The memory type UCX must support for memory of @type, HOST, or UNKNOWN
+ * for device memory UCX has no type for (Ascend, CNRT, MUSA): such memory
+ * is no host memory either, so UCX must not be told it is.
  */
-static ucs_memory_type_t buf_ucs_mem_type(struct hmc_buf *buf)
+static ucs_memory_type_t ucs_mem_type(enum hmc_mem_type type)
 {
-	switch (hmc_buf_mem_type(buf)) {
+	switch (type) {
 	case HMC_MEM_CPU:
 		return UCS_MEMORY_TYPE_HOST;
 	case HMC_MEM_CUDA:
@@ -159,17 +186,31 @@ static ucs_memory_type_t buf_ucs_mem_type(struct hmc_buf *buf)
 	}
 }
 
-static int ucx_map_buffer(struct ucx_ctx *u, struct hmc_buf *buf)
+/*
+ * Map [@addr, @addr + @len) of memory @type in the context, with the
+ * remote rights @access (HMC_MR_REMOTE_*) where UCX's transports enforce
+ * them; lock held or not yet shared. -EOPNOTSUPP for memory UCX cannot
+ * reach.
+ */
+static int ucx_mem_map(struct ucx_ctx *u, void *addr, size_t len,
+		       enum hmc_mem_type type, uint32_t access, ucp_mem_h *memh)
 {
-	ucs_memory_type_t mt = buf_ucs_mem_type(buf);
+	ucs_memory_type_t mt = ucs_mem_type(type);
 	ucp_context_attr_t attr = { .field_mask = UCP_ATTR_FIELD_MEMORY_TYPES };
 	ucp_mem_map_params_t mp = {
 		.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
 			      UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-			      UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE,
-		.address = hmc_buf_ptr(buf),
-		.length = hmc_buf_size(buf),
+			      UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE |
+			      UCP_MEM_MAP_PARAM_FIELD_PROT,
+		.address = addr,
+		.length = len,
 		.memory_type = mt,
+		.prot = UCP_MEM_MAP_PROT_LOCAL_READ |
+			UCP_MEM_MAP_PROT_LOCAL_WRITE |
+			(access & HMC_MR_REMOTE_READ ?
+			 UCP_MEM_MAP_PROT_REMOTE_READ : 0) |
+			(access & HMC_MR_REMOTE_WRITE ?
+			 UCP_MEM_MAP_PROT_REMOTE_WRITE : 0),
 	};
 	ucs_status_t st;
 
@@ -178,16 +219,30 @@ static int ucx_map_buffer(struct ucx_ctx *u, struct hmc_buf *buf)
 		     ucp_context_query(u->context, &attr);
 		if (st != UCS_OK || !(attr.memory_types & UCS_BIT(mt))) {
 			pr_info("this UCX build cannot reach %s memory",
-				hmc_mem_type_name(hmc_buf_mem_type(buf)));
+				hmc_mem_type_name(type));
 			return -EOPNOTSUPP;
 		}
 	}
-	st = ucp_mem_map(u->context, &mp, &u->memh);
-	if (st != UCS_OK)
-		return ucx_errno(st);
+	st = ucp_mem_map(u->context, &mp, memh);
+	return ucx_errno(st);
+}
+
+static int ucx_map_buffer(struct ucx_ctx *u, struct hmc_buf *buf)
+{
+	ucs_status_t st;
+	int rc;
+
+	rc = ucx_mem_map(u, hmc_buf_ptr(buf), hmc_buf_size(buf),
+			 hmc_buf_mem_type(buf),
+			 HMC_MR_REMOTE_READ | HMC_MR_REMOTE_WRITE, &u->memh);
+	if (rc) {
+		u->memh = NULL;
+		return rc;
+	}
 	st = ucp_rkey_pack(u->context, u->memh, &u->rkey_buf, &u->rkey_len);
 	if (st != UCS_OK) {
 		ucp_mem_unmap(u->context, u->memh);
+		u->memh = NULL;		/* not twice in ucx_fini() */
 		return ucx_errno(st);
 	}
 	u->base = hmc_buf_ptr(buf);
@@ -553,6 +608,13 @@ static void ucx_peer_destroy(void *ctx, void *xpeer, bool graceful,
 	up->closed = true;
 	if (up->rkey)
 		ucp_rkey_destroy(up->rkey);
+	while (up->rmrs) {
+		struct ucx_rmr *rm = up->rmrs;
+
+		up->rmrs = rm->next;
+		ucp_rkey_destroy(rm->rkey);
+		free(rm);
+	}
 	if (up->ep) {
 		/*
 		 * A forced close cancels what is in flight. UCX asks for
@@ -589,16 +651,22 @@ static void ucx_done(void *request, ucs_status_t status, void *user_data)
 	ucp_request_free(request);
 }
 
-static int ucx_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
-		    uint64_t local_off, uint64_t remote_off, uint64_t len)
+/*
+ * Start @op on @up: a put or get of @len bytes between @laddr (mapped as
+ * @memh) and @raddr of @rkey, or a flush.
+ */
+static __hot int ucx_start(struct ucx_ctx *u, struct ucx_peer *up,
+			   struct req *r, enum req_op op, void *laddr,
+			   ucp_mem_h memh, uint64_t raddr, ucp_rkey_h rkey,
+			   uint64_t len)
 {
-	struct ucx_peer *up = xpeer;
-	struct ucx_ctx *u = ctx;
 	ucp_request_param_t param = {
 		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA,
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FIELD_MEMH,
 		.cb.send = ucx_done,
 		.user_data = r,
+		.memh = memh,
 	};
 	void *s;
 	int rc = 0;
@@ -610,12 +678,10 @@ static int ucx_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 	}
 	switch (op) {
 	case REQ_PUT:
-		s = ucp_put_nbx(up->ep, u->base + local_off, len,
-				up->remote_base + remote_off, up->rkey, &param);
+		s = ucp_put_nbx(up->ep, laddr, len, raddr, rkey, &param);
 		break;
 	case REQ_GET:
-		s = ucp_get_nbx(up->ep, u->base + local_off, len,
-				up->remote_base + remote_off, up->rkey, &param);
+		s = ucp_get_nbx(up->ep, laddr, len, raddr, rkey, &param);
 		break;
 	default:
 		s = ucp_ep_flush_nbx(up->ep, &param);
@@ -633,6 +699,131 @@ static int ucx_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 out:
 	pthread_mutex_unlock(&u->lock);
 	return rc;
+}
+
+static __hot int ucx_post(void *ctx, void *xpeer, struct req *r,
+			  enum req_op op, uint64_t local_off,
+			  uint64_t remote_off, uint64_t len)
+{
+	struct ucx_peer *up = xpeer;
+	struct ucx_ctx *u = ctx;
+
+	return ucx_start(u, up, r, op, u->base + local_off, u->memh,
+			 up->remote_base + remote_off, up->rkey, len);
+}
+
+/* ------------------------------------------------------------ regions */
+
+static int ucx_mr_reg(void *ctx, const struct comm_mr *mr, void **xmr)
+{
+	struct ucx_ctx *u = ctx;
+	struct ucx_mr *m;
+	int rc;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	pthread_mutex_lock(&u->lock);
+	rc = ucx_mem_map(u, mr->addr, mr->len, mr->mem_type, mr->access,
+			 &m->memh);
+	pthread_mutex_unlock(&u->lock);
+	if (rc) {
+		free(m);
+		return rc;
+	}
+	m->base = mr->addr;
+	*xmr = m;
+	return 0;
+}
+
+static void ucx_mr_dereg(void *ctx, void *xmr)
+{
+	struct ucx_ctx *u = ctx;
+	struct ucx_mr *m = xmr;
+
+	pthread_mutex_lock(&u->lock);
+	ucp_mem_unmap(u->context, m->memh);
+	pthread_mutex_unlock(&u->lock);
+	free(m);
+}
+
+static int ucx_mr_pack(void *ctx, void *xmr, uint8_t *key, uint32_t cap,
+		       uint32_t *len)
+{
+	struct ucx_ctx *u = ctx;
+	struct ucx_mr *m = xmr;
+	ucs_status_t st;
+	size_t rlen;
+	void *rkey;
+	int rc = 0;
+
+	pthread_mutex_lock(&u->lock);
+	st = ucp_rkey_pack(u->context, m->memh, &rkey, &rlen);
+	pthread_mutex_unlock(&u->lock);
+	if (st != UCS_OK)
+		return ucx_errno(st);
+	if (cap < UCX_KEY_HDR || rlen > cap - UCX_KEY_HDR) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	put_be64(key, (uint64_t)(uintptr_t)m->base);
+	memcpy(key + UCX_KEY_HDR, rkey, rlen);
+	*len = (uint32_t)(UCX_KEY_HDR + rlen);
+out:
+	ucp_rkey_buffer_release(rkey);
+	return rc;
+}
+
+static int ucx_rmr_import(void *ctx, void *xpeer, const uint8_t *key,
+			  uint32_t len, uint64_t size, void **xrmr)
+{
+	struct ucx_peer *up = xpeer;
+	struct ucx_ctx *u = ctx;
+	struct ucx_rmr *rm;
+	ucs_status_t st;
+	int rc = 0;
+
+	if (len <= UCX_KEY_HDR || get_be64(key) + size < get_be64(key))
+		return -EINVAL;
+	rm = calloc(1, sizeof(*rm));
+	if (!rm)
+		return -ENOMEM;
+	rm->base = get_be64(key);
+	pthread_mutex_lock(&u->lock);
+	if (up->closed || !up->ep) {
+		rc = -ENOTCONN;
+		goto out;
+	}
+	st = ucp_ep_rkey_unpack(up->ep, key + UCX_KEY_HDR, &rm->rkey);
+	if (st != UCS_OK) {
+		rc = st == UCS_ERR_INVALID_PARAM ? -EINVAL : ucx_errno(st);
+		goto out;
+	}
+	rm->next = up->rmrs;
+	up->rmrs = rm;
+	*xrmr = rm;
+out:
+	pthread_mutex_unlock(&u->lock);
+	if (rc)
+		free(rm);
+	return rc;
+}
+
+static __hot int ucx_post_mr(void *ctx, void *xpeer, struct req *r,
+			     enum req_op op, void *xmr, uint64_t local_off,
+			     void *xrmr, uint64_t remote_off, uint64_t len)
+{
+	struct ucx_peer *up = xpeer;
+	struct ucx_ctx *u = ctx;
+	struct ucx_rmr *rm = xrmr;
+	struct ucx_mr *m = xmr;
+
+	return ucx_start(u, up, r, op,
+			 m ? m->base + local_off : u->base + local_off,
+			 m ? m->memh : u->memh,
+			 rm ? rm->base + remote_off :
+			      up->remote_base + remote_off,
+			 rm ? rm->rkey : up->rkey, len);
 }
 
 /*
@@ -721,4 +912,9 @@ const struct xport_ops xport_ucx_ops = {
 	.progress = ucx_progress,
 	.arm = ucx_arm,
 	.unwatch = ucx_unwatch,
+	.mr_reg = ucx_mr_reg,
+	.mr_dereg = ucx_mr_dereg,
+	.mr_pack = ucx_mr_pack,
+	.rmr_import = ucx_rmr_import,
+	.post_mr = ucx_post_mr,
 };

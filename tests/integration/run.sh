@@ -110,6 +110,9 @@ case_run mr-xtcp 120 HMC_TEST_TRANSPORT=tcp -- "$bin/test_mr" -N mr-xtcp
 case_run mr-xtcp-4ch 120 HMC_TEST_TRANSPORT=tcp HMC_TEST_CHS=4 -- \
 	"$bin/test_mr" -N mr-xtcp-4ch
 case_run mr-shm 60 HMC_TEST_TRANSPORT=shm -- "$bin/test_mr" -N mr-shm
+# over UCX: cma beside posix (user memory on one host), and tcp
+case_run mr-ucx-posix 120 "${posix[@]}" -- "$bin/test_mr" -N mr-ucx-posix
+case_run mr-ucx-tcp 120 "${tcp[@]}" -- "$bin/test_mr" -N mr-ucx-tcp
 case_run msg-kill-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c kill -N msg-kill-shm
 # the same-host rings (shm) and, for comparison, the control sockets (tcp)
 case_run msg-ring-shm 120 HMC_TEST_TRANSPORT=shm -- "$bin/test_msg" -c ring -N msg-ring-shm

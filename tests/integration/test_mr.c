@@ -25,7 +25,8 @@
  *     exact); rights, range, size and alignment refused;
  *   - a stale key: rank 1 deregisters its region and registers another in
  *     its place; rank 0's put with the old handle fails (the connection,
- *     over tcp) and the new region keeps its bytes.
+ *     over tcp and verbs, whose NIC refuses the old rkey; over UCX such
+ *     an access is undefined) and the new region keeps its bytes.
  * Over shm, which maps only ConnBuffers, registering is -EOPNOTSUPP.
  *
  *   test_mr [-N NAME] [-t SECONDS]
@@ -826,7 +827,9 @@ static int case_all(struct mesh *m, void *arg)
 		goto out;
 	dereg_busy(&c);
 	if (hmc_comm_peer_transport(c.comm, (uint32_t)c.peer) ==
-	    HMC_TRANSPORT_TCP) {
+	    HMC_TRANSPORT_TCP ||
+	    hmc_comm_peer_transport(c.comm, (uint32_t)c.peer) ==
+	    HMC_TRANSPORT_VERBS) {
 		stale_key(&c, 30);
 		hmc_comm_destroy(c.comm);
 		c.comm = NULL;

@@ -17,13 +17,13 @@ ASAN_O		?= $(O)-asan
 TSAN_O		?= $(O)-tsan
 SAN_SUITES	+= unit-test integration-test
 # run.sh's case names (one bash pattern): the thread tests, the regions'
-# (a thread posts while another deregisters), and the race
+# over tcp and UCX (a thread posts while another deregisters), and the race
 # stress, but for the race over the tcp transport: its two ranks share one
 # process, and what orders the transport's sendmsg() of a get's reply
 # before the next write to that range is the socket between them, a
 # happens-before TSan does not model (UCX's copies are the same, inside
 # UCX). It runs in the ASan tier and the plain build.
-TSAN_CASES	?= @(threads-*|*-race-!(xtcp)|mr-xtcp)
+TSAN_CASES	?= @(threads-*|*-race-!(xtcp)|mr-@(xtcp|ucx-*))
 # tests/pool/run.sh's cases: copies from several threads, asynchronous and
 # batched, the owner's service thread of device segments with runtimes
 # that copy on streams (the mock CUDA and HIP) and synchronously

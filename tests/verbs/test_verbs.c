@@ -23,6 +23,18 @@
  *             put_signal to rank 0 fail with -EOPNOTSUPP and write
  *             nothing, its flush works; the mock saw no misuse and no
  *             leak.
+ *   gpumr     2 ranks, with the mock CUDA driver: rank 0 registers a range
+ *             of CUDA memory that starts and ends inside pages as a memory
+ *             region. The driver exports a dma-buf of the pages around it,
+ *             which rxe refuses (ibv_reg_dmabuf_mr is not supported), so it
+ *             is registered by its mapping (peer memory), and the debug log
+ *             says so. Rank 1 puts into it and gets from it from its
+ *             ConnBuffer, rank 0 puts from it into rank 1's ConnBuffer,
+ *             ranges of the edges' sizes all in flight at once; every
+ *             byte is checked (rank 0's through the driver) and nothing
+ *             around the ranges is written. With MOCK_GPU_UNREACHABLE=1
+ *             (no dma-buf, no peer memory) registering is -EOPNOTSUPP.
+ *             The mock saw no misuse and no leak.
  *   mismatch  2 ranks with 1 and --chs channels: the connect fails with
  *             -EINVAL and nothing stays connected; with equal counts the
  *             same ranks connect and move data.
@@ -85,6 +97,7 @@ static struct {
 	bool export_failed;	/* no dma-buf of the buffer at all */
 	bool staged;		/* our buffer goes through bounce buffers */
 	bool no_remote;		/* a refusal: the peer's buffer is staged */
+	bool peer_memory;	/* device memory went to ibv_reg_mr */
 } seen;
 
 static void capture(enum hmc_log_level level, const char *msg, void *arg)
@@ -94,6 +107,7 @@ static void capture(enum hmc_log_level level, const char *msg, void *arg)
 		seen.dmabuf_eopnotsupp |= !!strstr(msg, hmc_strerror(-EOPNOTSUPP));
 		seen.fell_back |= !!strstr(msg, "registering the /dev/hmc mapping with ibv_reg_mr");
 		seen.export_failed |= !!strstr(msg, "no dma-buf of the");
+		seen.peer_memory |= !!strstr(msg, "trying ibv_reg_mr (peer memory)");
 		diag("log: %s", msg);
 	}
 	if (strstr(msg, "staged through host memory")) {
@@ -461,6 +475,215 @@ out:
 	return bad || itest_failures();
 }
 
+/* --------------------------------------------------------------- gpumr */
+
+#define GPUMR_SKEW	100	/* bytes of CUDA memory before and after the region */
+#define GPUMR_TAG_DESC	0x6d72ULL
+#define GPUMR_PUT	0x6e0	/* data seeds: rank 1's puts, */
+#define GPUMR_SRC	0x6e1	/* the region's source half, */
+#define GPUMR_AROUND	0x6e2	/* the rest of the CUDA memory */
+
+/*
+ * Rank 0: a CUDA buffer of 2 H + 2 GPUMR_SKEW bytes, the region H bytes
+ * into it: its first H bytes take rank 1's puts, its second H bytes are
+ * the source of rank 1's gets and of our puts into rank 1's ConnBuffer at
+ * 2 H. 0, or the number of failed checks.
+ */
+static int gpumr_owner(struct hmc_comm *comm, const size_t *lens,
+		       const size_t *off, size_t n, size_t h, bool unreachable)
+{
+	HMC_OPTS(hmc_mr_opts, o, .access = HMC_MR_REMOTE_READ |
+		 HMC_MR_REMOTE_WRITE, .mem_type = HMC_MEM_CUDA, .device = 0);
+	const size_t total = 2 * h + 2 * GPUMR_SKEW;
+	hmc_req_t reqs[MAX_RANGES];
+	uint8_t desc[HMC_MR_DESC_MAX] = { 0 }, *host, *want, *r;
+	struct hmc_buf *gbuf;
+	size_t dlen = 1, i;
+	uint64_t tag;
+	uint32_t mr = 0;
+	int rc, bad = 0;
+
+	rc = hmc_buf_create(HMC_MEM_CUDA, 0, total, NULL, &gbuf);
+	if (rc) {
+		tap(false, "CUDA buffer of %zu bytes (mock): %s", total,
+		    hmc_strerror(rc));
+		return 1;
+	}
+	host = malloc(total);
+	want = malloc(total);
+	if (!host || !want) {
+		bad = 1;
+		goto out;
+	}
+	r = want + GPUMR_SKEW;
+	data_fill(want, 0, total, GPUMR_AROUND);
+	data_fill(r + h, 0, h, GPUMR_SRC);
+	for (i = 0; i < n; i++)
+		data_unlike(r, off[i], lens[i], GPUMR_PUT, off[i]);
+	bad += expect(hmc_buf_write(gbuf, 0, want, total, HMC_MEM_CPU), 0,
+		      "filling the CUDA buffer");
+
+	memset(&seen, 0, sizeof(seen));
+	rc = hmc_comm_mr_reg(comm, (uint8_t *)hmc_buf_ptr(gbuf) + GPUMR_SKEW,
+			     2 * h, &o, &mr);
+	if (unreachable)
+		bad += !tap(rc == -EOPNOTSUPP && seen.export_failed,
+			    "CUDA memory with neither dma-buf nor peer memory: registering is %s, the debug log says why",
+			    hmc_strerror(rc));
+	else
+		bad += !tap(!rc && seen.dmabuf_said && !seen.export_failed &&
+			    seen.peer_memory && seen.dmabuf_eopnotsupp,
+			    "a CUDA region off its pages: exported as a dma-buf, refused by the device, registered as peer memory: %s",
+			    hmc_strerror(rc));
+	if (rc) {
+		mr = 0;
+		rc = hmc_comm_send(comm, 1, GPUMR_TAG_DESC, desc, 1,
+				   HMC_MEM_CPU, OP_TIMEOUT_MS);
+		bad += expect(rc, 0, "telling rank 1 there is no region");
+		goto out;
+	}
+	rc = hmc_comm_mr_pack(comm, mr, desc, sizeof(desc), &dlen);
+	if (!rc)
+		rc = hmc_comm_send(comm, 1, GPUMR_TAG_DESC, desc, dlen,
+				   HMC_MEM_CPU, OP_TIMEOUT_MS);
+	bad += expect(rc, 0, "sending the region's descriptor");
+
+	/* from the region into rank 1's ConnBuffer */
+	for (i = 0; i < n && !rc; i++) {
+		rc = hmc_comm_put_mr_nb(comm, 1, mr, h + off[i], 0,
+					2 * h + off[i], lens[i], &reqs[i]);
+		bad += expect(rc, 0, "put from the CUDA region");
+	}
+	while (i-- > 0 && !bad)
+		bad += expect(hmc_comm_wait(comm, reqs[i], OP_TIMEOUT_MS), 0,
+			      "wait, in reverse order");
+	if (!bad)
+		bad += expect(hmc_comm_flush(comm, 1), 0, "flush");
+	if (!bad)
+		bad += expect(hmc_comm_send_tag(comm, 1, TAG_DONE), 0,
+			      "done tag");
+
+	/* rank 1 is done with the region: what it holds now */
+	if (!bad)
+		bad += expect(hmc_comm_recv_tag(comm, 1, &tag, OP_TIMEOUT_MS),
+			      0, "rank 1's done tag");
+	bad += expect(hmc_buf_read(gbuf, 0, host, total, HMC_MEM_CPU), 0,
+		      "reading the CUDA buffer back");
+	for (i = 0; i < n && !bad; i++) {
+		bad += !data_check(host + GPUMR_SKEW, off[i], lens[i],
+				   GPUMR_PUT, off[i], "put into the CUDA region");
+		memcpy(host + GPUMR_SKEW + off[i], r + off[i], lens[i]);
+	}
+	if (!bad && memcmp(host, want, total)) {
+		diag("CUDA memory outside rank 1's puts changed");
+		bad++;
+	}
+	tap(!bad, "rank 1's puts landed in the CUDA region, every byte checked, nothing else written");
+out:
+	if (mr) {
+		bad += expect(hmc_comm_barrier(comm, OP_TIMEOUT_MS), 0,
+			      "barrier before dereg");
+		bad += expect(hmc_comm_mr_dereg(comm, mr), 0, "dereg");
+	}
+	hmc_buf_destroy(gbuf);
+	free(host);
+	free(want);
+	return bad;
+}
+
+/*
+ * Rank 1: its ConnBuffer of 4 H bytes holds the source of its puts, its
+ * gets' landing zone at H and rank 0's puts at 2 H.
+ */
+static int gpumr_peer(struct hmc_comm *comm, uint8_t *p, const size_t *lens,
+		      const size_t *off, size_t n, size_t h)
+{
+	uint8_t desc[HMC_MR_DESC_MAX];
+	hmc_req_t reqs[2 * MAX_RANGES];
+	struct hmc_msg_status st;
+	uint32_t rmr = 0;
+	uint64_t tag;
+	size_t i;
+	int rc, bad = 0;
+
+	rc = hmc_comm_recv(comm, 0, GPUMR_TAG_DESC, desc, sizeof(desc),
+			   HMC_MEM_CPU, &st, OP_TIMEOUT_MS);
+	if (expect(rc, 0, "rank 0's descriptor"))
+		return 1;
+	if (st.len == 1)	/* rank 0 has no region to give */
+		return 0;
+	rc = hmc_comm_mr_import(comm, 0, desc, st.len, &rmr);
+	bad += expect(rc, 0, "importing the CUDA region");
+	for (i = 0; i < n && !rc; i++) {
+		rc = hmc_comm_put_mr_nb(comm, 0, 0, off[i], rmr, off[i],
+					lens[i], &reqs[2 * i]);
+		if (!rc)
+			rc = hmc_comm_get_mr_nb(comm, 0, 0, h + off[i], rmr,
+						h + off[i], lens[i],
+						&reqs[2 * i + 1]);
+		bad += expect(rc, 0, "post");
+	}
+	for (i = 2 * n; i-- > 0 && !bad;)
+		bad += expect(hmc_comm_wait(comm, reqs[i], OP_TIMEOUT_MS), 0,
+			      "wait, in reverse order");
+	if (!bad)
+		bad += expect(hmc_comm_flush(comm, 0), 0, "flush");
+	if (!bad)
+		bad += expect(hmc_comm_recv_tag(comm, 0, &tag, OP_TIMEOUT_MS),
+			      0, "rank 0's done tag");
+	for (i = 0; i < n && !bad; i++) {
+		bad += !data_check(p, h + off[i], lens[i], GPUMR_SRC, off[i],
+				   "get from the CUDA region");
+		bad += !data_check(p, 2 * h + off[i], lens[i], GPUMR_SRC,
+				   off[i], "put from the CUDA region");
+	}
+	bad += !data_check(p, 0, h, GPUMR_PUT, 0, "our source, only read");
+	tap(!bad, "puts into and gets from a CUDA region, puts from it, of 1 to %zu bytes, every byte checked",
+	    lens[n - 1]);
+	if (!bad)
+		bad += expect(hmc_comm_send_tag(comm, 0, TAG_DONE), 0,
+			      "done tag");
+	bad += expect(hmc_comm_barrier(comm, OP_TIMEOUT_MS), 0,
+		      "barrier before dereg");
+	return bad;
+}
+
+static int gpumr_rank(struct mesh *m, void *arg)
+{
+	const struct cfg *cfg = arg;
+	const char *env = getenv("MOCK_GPU_UNREACHABLE");
+	size_t lens[MAX_RANGES], off[MAX_RANGES], i;
+	const size_t h = edge_ranges(lens, off), n = MAX_RANGES;
+	struct hmc_comm *comm;
+	struct hmc_buf *buf;
+	uint8_t *p;
+	int bad;
+
+	itest_prefix("gpumr chs=%u r%d: ", cfg->chs, m->rank);
+	hmc_set_log(capture, HMC_LOG_DEBUG, NULL);
+	/* the last quarter of a ConnBuffer stages messages (the descriptor) */
+	if (setup(m, cfg, cfg->chs, m->rank ? 4 * h : MIB, &buf, &comm))
+		return 1;
+	p = hmc_buf_ptr(buf);
+	if (m->rank == 1) {
+		data_fill(p, 0, h, GPUMR_PUT);
+		for (i = 0; i < n; i++) {
+			data_unlike(p, h + off[i], lens[i], GPUMR_SRC, off[i]);
+			data_unlike(p, 2 * h + off[i], lens[i], GPUMR_SRC,
+				    off[i]);
+		}
+	}
+	bad = connect_all(m, comm, cfg) ? 1 :
+	      m->rank ? gpumr_peer(comm, p, lens, off, n, h) :
+	      gpumr_owner(comm, lens, off, n, h, env && !strcmp(env, "1"));
+	hmc_set_log(NULL, HMC_LOG_ERROR, NULL);
+	hmc_comm_destroy(comm);
+	hmc_buf_destroy(buf);
+	if (m->rank == 0)
+		tap(!mock_cuda_report(true), "the mock CUDA driver saw no misuse and no leak");
+	return bad || itest_failures();
+}
+
 /* ------------------------------------------------------------ mismatch */
 
 static int mismatch_rank(struct mesh *m, void *arg)
@@ -784,7 +1007,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind + 1 != argc || !cfg.chs || cfg.chs > HMC_VERBS_MAX_CHANNELS) {
-		fprintf(stderr, "usage: test_verbs edges|staged|mismatch|devices|vanish [--chs N] [--ip IP]\n");
+		fprintf(stderr, "usage: test_verbs edges|staged|gpumr|mismatch|devices|vanish [--chs N] [--ip IP]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -795,6 +1018,8 @@ int main(int argc, char **argv)
 		bad = mesh_run("edges", 2, edges_rank, &cfg, 120);
 	else if (!strcmp(name, "staged"))
 		bad = mesh_run("staged", 2, staged_rank, &cfg, 120);
+	else if (!strcmp(name, "gpumr"))
+		bad = mesh_run("gpumr", 2, gpumr_rank, &cfg, 120);
 	else if (!strcmp(name, "mismatch"))
 		bad = mesh_run("mismatch", 2, mismatch_rank, &cfg, 120);
 	else if (!strcmp(name, "devices"))

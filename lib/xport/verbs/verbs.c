@@ -35,6 +35,18 @@
  * has no remote access: its metadata says so (BLOB_F_NO_REMOTE), and a
  * peer's put, get or put_signal to it fails with -EOPNOTSUPP.
  *
+ * Regions (hmc_comm_mr_reg()): each is a memory region of its own in the
+ * PD, with the remote rights it was registered with, and its key is its
+ * address, length and rkey. A peer's key is kept on the peer (freed with
+ * it). A put or get between regions is an op like any other, its WRs
+ * taking the local region's lkey and the remote region's rkey and address
+ * instead of the ConnBuffers'. The core refuses what the owner's
+ * descriptor does not allow before a WR is posted, so that a refused
+ * access costs no connection; the NIC still checks every access against
+ * the owner's MR, and an access to a region gone or never granted (a
+ * stale or forged key) ends in a remote access error, which fails the
+ * request and the connection (-EACCES), as any error completion does.
+ *
  * Ordering: a flush completes once every request posted to the peer before
  * it has completed (on RC a completion means the data was placed in the
  * peer's memory). put_signal sends its tag as a SEND behind the data: on
@@ -69,6 +81,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/mr.h"
 #include "core/peer.h"
 #include "mem/buf.h"
 #include "sys/lock.h"
@@ -87,7 +100,8 @@
  *    receive queue is empty, RNR_RETRY 7 lets them wait without limit;
  *  - at most MAX_RD_ATOMIC RDMA READs in flight per QP each way, bounded
  *    by the device and by what the peer accepts;
- *  - writes of up to MAX_INLINE bytes travel inline.
+ *  - writes of up to MAX_INLINE bytes of host memory travel inline (the
+ *    CPU copies them into the WR: it cannot read device memory).
  */
 #define SQ_DEPTH		128
 #define RQ_DEPTH		64
@@ -140,6 +154,7 @@ struct vb_ctx {
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;		/* NULL when staged */
 	bool staged;			/* the buffer goes through bounce buffers */
+	bool buf_host;			/* the buffer is host memory */
 	struct ibv_comp_channel *chan;
 	uint8_t *base;
 	uint64_t chunk;
@@ -149,8 +164,26 @@ struct vb_ctx {
 	uint32_t nfree_ops;
 };
 
+/* A region of ours. */
+struct vb_mr {
+	struct ibv_mr *mr;
+	bool host;		/* host memory: the CPU may read it (inline) */
+};
+
+/* A region of a peer's, as its key says. */
+struct vb_rmr {
+	struct vb_rmr *next;	/* vb_peer.rmrs */
+	uint64_t base;
+	uint32_t rkey;
+};
+
+/* Region key (big-endian): be64 address, be64 length, be32 rkey. */
+#define KEY_LEN			20
+
 struct vb_op {
 	struct req *r;
+	const struct vb_mr *lmr;	/* our region, NULL: the ConnBuffer */
+	const struct vb_rmr *rmr;	/* the peer's, NULL: its ConnBuffer */
 	uint8_t kind;		/* enum req_op or OP_SIGNAL */
 	bool tag_left;		/* put_signal: the tag is still to post */
 	int pin;		/* the channel all WRs must use, or -1 */
@@ -200,6 +233,7 @@ struct vb_peer {
 	uint64_t rbase, rsize;
 	uint32_t rkey;
 	bool no_remote;		/* the peer's buffer is staged */
+	struct vb_rmr *rmrs;	/* imported regions, under v->lock */
 };
 
 static const char *vb_dev_name(const struct vb_ctx *v)
@@ -309,6 +343,7 @@ static int vb_init(struct hmc_comm *comm, void **ctx)
 		v->staged = true;
 	}
 	v->base = hmc_buf_ptr(comm->buf);
+	v->buf_host = hmc_buf_mem_type(comm->buf) == HMC_MEM_CPU;
 	v->chunk = chunk_from_env();
 	if (v->chunk > v->port.max_msg_sz)
 		v->chunk = v->port.max_msg_sz;
@@ -535,14 +570,25 @@ static __hot int post_wr(struct vb_peer *vp, uint32_t c, struct vb_op *op,
 		if (stage >= 0)
 			sge = (struct ibv_sge){ (uintptr_t)stage_at(vp, stage),
 						len, vp->stage_mr->lkey };
+		else if (op->lmr)
+			sge = (struct ibv_sge){
+				(uintptr_t)op->lmr->mr->addr + op->loff, len,
+				op->lmr->mr->lkey };
 		else
 			sge = (struct ibv_sge){ (uintptr_t)(v->base + op->loff),
 						len, v->mr->lkey };
 		wr.opcode = op->kind == REQ_GET ? IBV_WR_RDMA_READ :
 						  IBV_WR_RDMA_WRITE;
-		wr.wr.rdma.remote_addr = vp->rbase + op->roff;
-		wr.wr.rdma.rkey = vp->rkey;
-		if (op->kind != REQ_GET && len <= vp->max_inline)
+		if (op->rmr) {
+			wr.wr.rdma.remote_addr = op->rmr->base + op->roff;
+			wr.wr.rdma.rkey = op->rmr->rkey;
+		} else {
+			wr.wr.rdma.remote_addr = vp->rbase + op->roff;
+			wr.wr.rdma.rkey = vp->rkey;
+		}
+		/* inline data is read by the CPU: never from device memory */
+		if (op->kind != REQ_GET && len <= vp->max_inline &&
+		    (stage >= 0 || (op->lmr ? op->lmr->host : v->buf_host)))
 			wr.send_flags |= IBV_SEND_INLINE;
 	}
 	rc = ibv_post_send(ch->qp, &wr, &bad);
@@ -587,7 +633,7 @@ static __hot int op_push(struct vb_peer *vp, struct vb_op *op)
 			return -EAGAIN;
 		len = (uint32_t)min_t(uint64_t, op->left, vp->v->chunk);
 		stage = -1;
-		if (len && vp->v->staged) {
+		if (len && vp->v->staged && !op->lmr) {
 			if (!vp->nstage_free)
 				return -EAGAIN;
 			stage = (int32_t)vp->stage_free[vp->nstage_free - 1];
@@ -853,6 +899,12 @@ static void free_peer(struct vb_peer *vp)
 		warn_on(ibv_dereg_mr(vp->tag_mr), "ibv_dereg_mr");
 	if (vp->stage_mr)
 		warn_on(ibv_dereg_mr(vp->stage_mr), "ibv_dereg_mr");
+	while (vp->rmrs) {
+		struct vb_rmr *rm = vp->rmrs;
+
+		vp->rmrs = rm->next;
+		free(rm);
+	}
 	free(vp->tags);
 	free(vp->stage);
 	free(vp->stage_free);
@@ -1165,8 +1217,13 @@ static void vb_peer_destroy(void *ctx, void *xpeer, bool graceful,
 
 /* ------------------------------------------------------------ posting */
 
+/*
+ * Post @kind of @len bytes between @loff of our region @lmr (NULL: the
+ * ConnBuffer) and @roff of the peer's @rmr (NULL: its ConnBuffer).
+ */
 static __hot int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
-			 int kind, uint64_t loff, uint64_t roff, uint64_t len,
+			 int kind, const struct vb_mr *lmr, uint64_t loff,
+			 const struct vb_rmr *rmr, uint64_t roff, uint64_t len,
 			 uint64_t tag)
 {
 	struct vb_op *op;
@@ -1180,6 +1237,8 @@ static __hot int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 	}
 	op->r = r;
 	op->kind = (uint8_t)kind;
+	op->lmr = lmr;
+	op->rmr = rmr;
 	op->loff = loff;
 	op->roff = roff;
 	op->left = kind == REQ_FLUSH ? 0 : len;
@@ -1192,11 +1251,12 @@ static __hot int post_op(struct vb_ctx *v, struct vb_peer *vp, struct req *r,
 		rc = vp->error ? vp->error : -ENOTCONN;
 		goto err;
 	}
-	if (kind != REQ_FLUSH && range_check(vp->rsize, roff, len)) {
+	/* the core checked a region's range and rights against its key */
+	if (!rmr && kind != REQ_FLUSH && range_check(vp->rsize, roff, len)) {
 		rc = -ERANGE;
 		goto err;
 	}
-	if (kind != REQ_FLUSH && vp->no_remote) {
+	if (kind != REQ_FLUSH && !rmr && vp->no_remote) {
 		pr_debug("verbs: rank %u: rank %u's ConnBuffer is GPU memory its RDMA device cannot reach (staged through host memory): no put, get or put_signal to it",
 			 v->comm->rank, vp->peer->rank);
 		rc = -EOPNOTSUPP;
@@ -1232,15 +1292,96 @@ err:
 static __hot int vb_post(void *ctx, void *xpeer, struct req *r, enum req_op op,
 			 uint64_t local_off, uint64_t remote_off, uint64_t len)
 {
-	return post_op(ctx, xpeer, r, op, local_off, remote_off, len, 0);
+	return post_op(ctx, xpeer, r, op, NULL, local_off, NULL, remote_off,
+		       len, 0);
 }
 
 static int vb_put_signal(void *ctx, void *xpeer, struct req *r,
 			 uint64_t local_off, uint64_t remote_off, uint64_t len,
 			 uint64_t tag)
 {
-	return post_op(ctx, xpeer, r, OP_SIGNAL, local_off, remote_off, len,
-		       tag);
+	return post_op(ctx, xpeer, r, OP_SIGNAL, NULL, local_off, NULL,
+		       remote_off, len, tag);
+}
+
+/* ------------------------------------------------------------ regions */
+
+/* A region of ours is an ibv_mr, whose rights the NIC enforces. */
+static int vb_mr_reg(void *ctx, const struct comm_mr *mr, void **xmr)
+{
+	struct vb_ctx *v = ctx;
+	struct vb_mr *m = malloc(sizeof(*m));
+	int rc = -EIO;
+
+	if (!m)
+		return -ENOMEM;
+	/* LOCAL_WRITE always: a get lands in it, and REMOTE_WRITE needs it */
+	m->mr = vb_reg_mem(&v->port, v->pd, mr->addr, mr->len, mr->mem_type,
+			   mr->device, IBV_ACCESS_LOCAL_WRITE |
+			   (mr->access & HMC_MR_REMOTE_READ ?
+			    IBV_ACCESS_REMOTE_READ : 0) |
+			   (mr->access & HMC_MR_REMOTE_WRITE ?
+			    IBV_ACCESS_REMOTE_WRITE : 0), &rc);
+	if (!m->mr) {
+		free(m);
+		return rc;
+	}
+	m->host = mr->mem_type == HMC_MEM_CPU;
+	*xmr = m;
+	return 0;
+}
+
+static void vb_mr_dereg(void *ctx, void *xmr)
+{
+	struct vb_mr *m = xmr;
+
+	warn_on(ibv_dereg_mr(m->mr), "ibv_dereg_mr");
+	free(m);
+}
+
+static int vb_mr_pack(void *ctx, void *xmr, uint8_t *key, uint32_t cap,
+		      uint32_t *len)
+{
+	const struct ibv_mr *m = ((struct vb_mr *)xmr)->mr;
+
+	if (cap < KEY_LEN)
+		return -ENOSPC;
+	put_be64(key, (uint64_t)(uintptr_t)m->addr);
+	put_be64(key + 8, m->length);
+	put_be32(key + 16, m->rkey);
+	*len = KEY_LEN;
+	return 0;
+}
+
+static int vb_rmr_import(void *ctx, void *xpeer, const uint8_t *key,
+			 uint32_t len, uint64_t size, void **xrmr)
+{
+	struct vb_peer *vp = xpeer;
+	struct vb_ctx *v = ctx;
+	struct vb_rmr *rm;
+
+	if (len != KEY_LEN || get_be64(key + 8) != size ||
+	    get_be64(key) + size < get_be64(key))
+		return -EINVAL;
+	rm = calloc(1, sizeof(*rm));
+	if (!rm)
+		return -ENOMEM;
+	rm->base = get_be64(key);
+	rm->rkey = get_be32(key + 16);
+	futex_mutex_lock(&v->lock);
+	rm->next = vp->rmrs;
+	vp->rmrs = rm;
+	futex_mutex_unlock(&v->lock);
+	*xrmr = rm;
+	return 0;
+}
+
+static __hot int vb_post_mr(void *ctx, void *xpeer, struct req *r,
+			    enum req_op op, void *xmr, uint64_t local_off,
+			    void *xrmr, uint64_t remote_off, uint64_t len)
+{
+	return post_op(ctx, xpeer, r, op, xmr, local_off, xrmr, remote_off,
+		       len, 0);
 }
 
 /* ----------------------------------------------------------- progress */
@@ -1322,4 +1463,9 @@ const struct xport_ops xport_verbs_ops = {
 	.progress = vb_progress,
 	.arm = vb_arm,
 	.event_fd = vb_event_fd,
+	.mr_reg = vb_mr_reg,
+	.mr_dereg = vb_mr_dereg,
+	.mr_pack = vb_mr_pack,
+	.rmr_import = vb_rmr_import,
+	.post_mr = vb_post_mr,
 };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Verbs transport internals shared by its two files: xport_verbs_dev.c
- * finds the device, port and GID and registers the ConnBuffer;
+ * Verbs transport internals shared by its two files: verbs_dev.c finds
+ * the device, port and GID and registers the ConnBuffer and regions;
  * verbs.c runs the queue pairs.
  */
 #ifndef HMC_LIB_XPORT_VERBS_H
@@ -44,5 +44,14 @@ int vb_port_open(const char *name, uint8_t port, struct vb_port *p);
  */
 struct ibv_mr *vb_reg_buf(struct vb_port *p, struct ibv_pd *pd,
 			  struct hmc_buf *buf, int *err);
+
+/*
+ * Register [@addr, @addr + @len) of memory @type (of @device) in @pd with
+ * @access (IBV_ACCESS_*), as vb_reg_buf() does a buffer: a dma-buf where
+ * the runtime exports one and the device takes it, else the mapping.
+ */
+struct ibv_mr *vb_reg_mem(struct vb_port *p, struct ibv_pd *pd, void *addr,
+			  size_t len, enum hmc_mem_type type, int device,
+			  int access, int *err);
 
 #endif

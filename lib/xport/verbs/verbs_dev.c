@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Verbs transport: which device, port and GID we talk through, and the one
- * memory region of the communicator's ConnBuffer: a dma-buf region where
- * the buffer exports one (hmc.ko, a GPU runtime) and the device takes it,
- * else the buffer's mapping (for GPU memory: peer memory).
+ * Verbs transport: which device, port and GID we talk through, and the
+ * memory regions: the communicator's ConnBuffer and the application's
+ * regions (hmc_comm_mr_reg()) are dma-buf regions where the memory exports
+ * one (hmc.ko, a GPU runtime) and the device takes it, else registered by
+ * their mapping (for GPU memory: peer memory).
  *
  * The port is the one asked for (hmc_comm_opts.ib_dev/ib_port, else
  * HMC_IB_DEV=dev[:port]) or the first ACTIVE port of the first device that
@@ -13,11 +14,13 @@
  * the usual choice), then other RoCE v2 GIDs, then RoCE v1.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "mem/buf.h"
+#include "mem/mem.h"
 #include "sys/log.h"
 #include "xport/verbs/verbs.h"
 
@@ -229,42 +232,70 @@ int vb_port_open(const char *name, uint8_t port, struct vb_port *p)
 	return rc;
 }
 
+/* What is tried when @type memory has no dma-buf region. */
+static const char *instead(enum hmc_mem_type type)
+{
+	return type == HMC_MEM_CPU ?
+	       "registering the /dev/hmc mapping with ibv_reg_mr" :
+	       "trying ibv_reg_mr (peer memory)";
+}
+
 /*
- * A /dev/hmc or GPU buffer as a dma-buf memory region, its iova the
- * buffer's address (what peers are told); NULL, and a debug line saying
- * what is tried instead, where the buffer cannot be exported or the device
- * takes no dma-buf regions (rxe on 6.1: EOPNOTSUPP).
+ * [@addr, @addr + @len) of @type memory (@what: "CUDA buffer" and the
+ * like) as a memory region of dma-buf @fd (consumed), at @offset in it,
+ * its iova @addr (what peers are told); NULL, and a debug line saying what
+ * is tried instead, where the device takes no dma-buf regions (rxe on
+ * 6.1: EOPNOTSUPP).
  */
 static struct ibv_mr *reg_dmabuf(struct vb_port *p, struct ibv_pd *pd,
-				 struct hmc_buf *buf, int access)
+				 int fd, uint64_t offset, void *addr,
+				 size_t len, enum hmc_mem_type type,
+				 const char *what, int access)
 {
 	const char *dev = ibv_get_device_name(p->dev->device);
-	const char *instead = hmc_buf_mem_type(buf) == HMC_MEM_CPU ?
-		"registering the /dev/hmc mapping with ibv_reg_mr" :
-		"trying ibv_reg_mr (peer memory)";
 	struct ibv_mr *mr;
-	int fd, rc;
+	int rc;
 
-	rc = hmc_buf_export_fd(buf, 0, 0, HMC_BUF_EXPORT_RDWR, &fd);
-	if (rc) {
-		pr_debug("verbs: no dma-buf of the %s buffer: %s: %s instead",
-			 hmc_mem_type_name(hmc_buf_mem_type(buf)),
-			 hmc_strerror(rc), instead);
-		return NULL;
-	}
 	errno = 0;
-	mr = ibv_reg_dmabuf_mr(pd, 0, hmc_buf_size(buf),
-			       (uintptr_t)hmc_buf_ptr(buf), fd, access);
+	mr = ibv_reg_dmabuf_mr(pd, offset, len, (uintptr_t)addr, fd, access);
 	rc = errno ? -errno : -EIO;
 	close(fd);		/* the region holds the dma-buf */
 	if (mr)
-		pr_debug("verbs: %s: the %zu-byte %s buffer registered as a dma-buf",
-			 dev, hmc_buf_size(buf),
-			 hmc_mem_type_name(hmc_buf_mem_type(buf)));
+		pr_debug("verbs: %s: the %zu-byte %s registered as a dma-buf",
+			 dev, len, what);
 	else
 		pr_debug("verbs: %s: ibv_reg_dmabuf_mr: %s: %s instead", dev,
-			 hmc_strerror(rc), instead);
+			 hmc_strerror(rc), instead(type));
 	return mr;
+}
+
+/*
+ * ibv_reg_mr() of [@addr, @addr + @len): NULL and a negative errno in
+ * @err on failure, -EOPNOTSUPP for device memory the device cannot reach
+ * by its mapping (no peer-memory support).
+ */
+static struct ibv_mr *reg_mapping(struct vb_port *p, struct ibv_pd *pd,
+				  void *addr, size_t len,
+				  enum hmc_mem_type type, const char *what,
+				  int access, int *err)
+{
+	struct ibv_mr *mr;
+
+	errno = 0;
+	mr = ibv_reg_mr(pd, addr, len, access);
+	if (mr)
+		return mr;
+	*err = errno ? -errno : -EIO;
+	if (type != HMC_MEM_CPU) {
+		pr_debug("verbs: %s cannot register %s memory (ibv_reg_mr: %s): it needs dma-buf or peer-memory support (nvidia-peermem, amdgpu)",
+			 ibv_get_device_name(p->dev->device),
+			 hmc_mem_type_name(type), hmc_strerror(*err));
+		*err = -EOPNOTSUPP;
+	} else {
+		pr_info("verbs: ibv_reg_mr of the %zu-byte %s: %s", len, what,
+			hmc_strerror(*err));
+	}
+	return NULL;
 }
 
 struct ibv_mr *vb_reg_buf(struct vb_port *p, struct ibv_pd *pd,
@@ -275,27 +306,50 @@ struct ibv_mr *vb_reg_buf(struct vb_port *p, struct ibv_pd *pd,
 	enum hmc_buf_backing backing = hmc_buf_backing(buf);
 	enum hmc_mem_type type = hmc_buf_mem_type(buf);
 	struct ibv_mr *mr;
+	char what[64];
+	int fd, rc;
 
+	snprintf(what, sizeof(what), "%s buffer", type == HMC_MEM_CPU ?
+		 hmc_buf_backing_name(backing) : hmc_mem_type_name(type));
 	if (backing == HMC_BUF_BACKING_KMOD ||
 	    backing == HMC_BUF_BACKING_DEVICE) {
-		mr = reg_dmabuf(p, pd, buf, access);
+		rc = hmc_buf_export_fd(buf, 0, 0, HMC_BUF_EXPORT_RDWR, &fd);
+		if (rc)
+			pr_debug("verbs: no dma-buf of the %s: %s: %s instead",
+				 what, hmc_strerror(rc), instead(type));
+		mr = rc ? NULL : reg_dmabuf(p, pd, fd, 0, hmc_buf_ptr(buf),
+					    hmc_buf_size(buf), type, what,
+					    access);
 		if (mr)
 			return mr;
 	}
-	errno = 0;
-	mr = ibv_reg_mr(pd, hmc_buf_ptr(buf), hmc_buf_size(buf), access);
-	if (mr)
-		return mr;
-	*err = errno ? -errno : -EIO;
+	return reg_mapping(p, pd, hmc_buf_ptr(buf), hmc_buf_size(buf), type,
+			   what, access, err);
+}
+
+struct ibv_mr *vb_reg_mem(struct vb_port *p, struct ibv_pd *pd, void *addr,
+			  size_t len, enum hmc_mem_type type, int device,
+			  int access, int *err)
+{
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(page - 1);
+	uintptr_t end = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+	struct ibv_mr *mr;
+	char what[64];
+	int fd, rc;
+
+	snprintf(what, sizeof(what), "%s region", hmc_mem_type_name(type));
+	/* The runtime exports whole pages: the region sits inside them. */
 	if (type != HMC_MEM_CPU) {
-		pr_debug("verbs: %s cannot register %s memory (ibv_reg_mr: %s): it needs dma-buf or peer-memory support (nvidia-peermem, amdgpu)",
-			 ibv_get_device_name(p->dev->device),
-			 hmc_mem_type_name(type), hmc_strerror(*err));
-		*err = -EOPNOTSUPP;
-	} else {
-		pr_info("verbs: ibv_reg_mr of the %zu-byte %s buffer: %s",
-			hmc_buf_size(buf), hmc_buf_backing_name(backing),
-			hmc_strerror(*err));
+		rc = mem_export_dmabuf(type, device, (void *)start, end - start,
+				       &fd);
+		if (rc)
+			pr_debug("verbs: no dma-buf of the %s: %s: %s instead",
+				 what, hmc_strerror(rc), instead(type));
+		mr = rc ? NULL : reg_dmabuf(p, pd, fd, (uintptr_t)addr - start,
+					    addr, len, type, what, access);
+		if (mr)
+			return mr;
 	}
-	return NULL;
+	return reg_mapping(p, pd, addr, len, type, what, access, err);
 }
