@@ -315,24 +315,9 @@ out:
 	return rc;
 }
 
-int64_t hmc_comm_rmr_size(struct hmc_comm *c, uint32_t rank, uint32_t handle)
-{
-	const struct peer_rmr *e;
-	struct peer *p;
-	int64_t rc;
-
-	if (!c)
-		return -EINVAL;
-	rc = peer_use(c, rank, &p);
-	if (rc)
-		return rc;
-	e = rmr_lookup(&p->rmrs, handle);
-	rc = e ? (int64_t)e->len : -ENOENT;
-	peer_unuse(p);
-	return rc;
-}
-
-int hmc_comm_rmr_notifies(struct hmc_comm *c, uint32_t rank, uint32_t handle)
+/* A copy of @rank's imported region @handle: 0 or a negative errno. */
+static int rmr_get(struct hmc_comm *c, uint32_t rank, uint32_t handle,
+		   struct peer_rmr *out)
 {
 	const struct peer_rmr *e;
 	struct peer *p;
@@ -344,16 +329,34 @@ int hmc_comm_rmr_notifies(struct hmc_comm *c, uint32_t rank, uint32_t handle)
 	if (rc)
 		return rc;
 	e = rmr_lookup(&p->rmrs, handle);
-	rc = e ? e->notifies : -ENOENT;
+	if (e)
+		*out = *e;
 	peer_unuse(p);
-	return rc;
+	return e ? 0 : -ENOENT;
 }
 
-/* A put or get between region @mr of ours and @rmr of @rank's. */
-static __hot int post_mr(struct hmc_comm *c, uint32_t rank, enum req_op op,
-			 uint32_t handle, size_t local_off, uint32_t rhandle,
-			 size_t remote_off, size_t len, hmc_req_t *id)
+int64_t hmc_comm_rmr_size(struct hmc_comm *c, uint32_t rank, uint32_t handle)
 {
+	struct peer_rmr e;
+	int rc = rmr_get(c, rank, handle, &e);
+
+	return rc ? rc : (int64_t)e.len;
+}
+
+int hmc_comm_rmr_notifies(struct hmc_comm *c, uint32_t rank, uint32_t handle)
+{
+	struct peer_rmr e;
+	int rc = rmr_get(c, rank, handle, &e);
+
+	return rc ? rc : e.notifies;
+}
+
+__hot int comm_post(struct hmc_comm *c, uint32_t rank, enum req_op op,
+		    uint32_t handle, size_t local_off, uint32_t rhandle,
+		    size_t remote_off, size_t len, const uint64_t *signal,
+		    hmc_req_t *id)
+{
+	bool ranged = op != REQ_FLUSH;
 	const struct peer_rmr *e = NULL;
 	struct comm_mr *mr = NULL;
 	uint64_t lsize, rsize;
@@ -374,8 +377,9 @@ static __hot int post_mr(struct hmc_comm *c, uint32_t rank, enum req_op op,
 		lsize = hmc_buf_size(c->buf);
 	}
 	rc = -ERANGE;
-	if (range_check(lsize, local_off, len))
+	if (ranged && range_check(lsize, local_off, len))
 		goto out_mr;
+	/* Until peer_unuse(), p->xpeer cannot be destroyed under us. */
 	rc = peer_use(c, rank, &p);
 	if (rc)
 		goto out_mr;
@@ -394,7 +398,7 @@ static __hot int post_mr(struct hmc_comm *c, uint32_t rank, enum req_op op,
 	} else {
 		rsize = p->buf_size;
 	}
-	if (range_check(rsize, remote_off, len)) {
+	if (ranged && range_check(rsize, remote_off, len)) {
 		rc = -ERANGE;
 		goto out;
 	}
@@ -410,7 +414,7 @@ static __hot int post_mr(struct hmc_comm *c, uint32_t rank, enum req_op op,
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (!len) {
+	if (ranged && !len && !signal) {
 		req_complete(r, 0);
 		goto out;
 	}
@@ -420,14 +424,17 @@ static __hot int post_mr(struct hmc_comm *c, uint32_t rank, enum req_op op,
 		r->pin = &mr->users;
 	}
 	ctx = c->xports[p->xops->type].ctx;
+	/* New work: the next round must progress the transport before sleeping. */
 	comm_xport_kick(c, p->xops->type);
-	if (!xmr && !e)
+	if (signal)
+		rc = p->xops->put_signal(ctx, p->xpeer, r, local_off,
+					 remote_off, len, *signal);
+	else if (!xmr && !e)
 		rc = p->xops->post(ctx, p->xpeer, r, op, local_off, remote_off,
 				   len);
 	else
 		rc = p->xops->post_mr(ctx, p->xpeer, r, op, xmr, local_off,
 				      e ? e->xrmr : NULL, remote_off, len);
-
 	if (rc)
 		req_free_unposted(&c->reqs, r);
 out:
@@ -442,14 +449,14 @@ __hot int hmc_comm_put_mr_nb(struct hmc_comm *c, uint32_t peer, uint32_t mr,
 			     size_t local_off, uint32_t rmr, size_t remote_off,
 			     size_t len, hmc_req_t *req)
 {
-	return post_mr(c, peer, REQ_PUT, mr, local_off, rmr, remote_off, len,
-		       req);
+	return comm_post(c, peer, REQ_PUT, mr, local_off, rmr, remote_off, len,
+			 NULL, req);
 }
 
 __hot int hmc_comm_get_mr_nb(struct hmc_comm *c, uint32_t peer, uint32_t mr,
 			     size_t local_off, uint32_t rmr, size_t remote_off,
 			     size_t len, hmc_req_t *req)
 {
-	return post_mr(c, peer, REQ_GET, mr, local_off, rmr, remote_off, len,
-		       req);
+	return comm_post(c, peer, REQ_GET, mr, local_off, rmr, remote_off, len,
+			 NULL, req);
 }

@@ -4,69 +4,21 @@
 
 #include "api/api.h"
 #include "core/comm.h"
-#include "core/peer.h"
-#include "mem/buf.h"
-#include "sys/log.h"
 
 #define REQ_SPIN_NS	(50 * 1000)	/* poll before sleeping */
-
-/* A put, get or flush (or a put_signal when @signal). */
-static __hot int post(struct hmc_comm *c, uint32_t rank, enum req_op op,
-		      size_t local_off, size_t remote_off, size_t len,
-		      const uint64_t *signal, hmc_req_t *id)
-{
-	struct peer *p;
-	struct req *r;
-	void *ctx;
-	int rc;
-
-	if (!c || !id)
-		return -EINVAL;
-	if (op != REQ_FLUSH && range_check(hmc_buf_size(c->buf), local_off, len))
-		return -ERANGE;
-	/* Until peer_unuse(), p->xpeer cannot be destroyed under us. */
-	rc = peer_use(c, rank, &p);
-	if (rc)
-		return rc;
-	if (op != REQ_FLUSH && range_check(p->buf_size, remote_off, len)) {
-		rc = -ERANGE;
-		goto out;
-	}
-	r = req_alloc(&c->reqs, p, op, id);
-	if (!r) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	if (op != REQ_FLUSH && len == 0 && !signal) {
-		req_complete(r, 0);
-		goto out;
-	}
-	ctx = c->xports[p->xops->type].ctx;
-	/* New work: the next round must progress the transport before sleeping. */
-	comm_xport_kick(c, p->xops->type);
-	if (signal)
-		rc = p->xops->put_signal(ctx, p->xpeer, r, local_off,
-					 remote_off, len, *signal);
-	else
-		rc = p->xops->post(ctx, p->xpeer, r, op, local_off, remote_off,
-				   len);
-	if (rc)
-		req_free_unposted(&c->reqs, r);
-out:
-	peer_unuse(p);
-	return rc;
-}
 
 __hot int hmc_comm_put_nb(struct hmc_comm *c, uint32_t peer, size_t local_off,
 			  size_t remote_off, size_t len, hmc_req_t *req)
 {
-	return post(c, peer, REQ_PUT, local_off, remote_off, len, NULL, req);
+	return comm_post(c, peer, REQ_PUT, 0, local_off, 0, remote_off, len,
+			 NULL, req);
 }
 
 __hot int hmc_comm_get_nb(struct hmc_comm *c, uint32_t peer, size_t local_off,
 			  size_t remote_off, size_t len, hmc_req_t *req)
 {
-	return post(c, peer, REQ_GET, local_off, remote_off, len, NULL, req);
+	return comm_post(c, peer, REQ_GET, 0, local_off, 0, remote_off, len,
+			 NULL, req);
 }
 
 static bool req_done_cond(void *owner, void *arg)
@@ -154,7 +106,8 @@ int comm_post_wait(struct hmc_comm *c, uint32_t peer, enum req_op op,
 	hmc_req_t req;
 	int rc;
 
-	rc = post(c, peer, op, local_off, remote_off, len, signal, &req);
+	rc = comm_post(c, peer, op, 0, local_off, 0, remote_off, len, signal,
+		       &req);
 	if (rc)
 		return rc;
 	rc = engine_wait(&c->engine, req_done_cond, &req, deadline, REQ_SPIN_NS);

@@ -264,30 +264,23 @@ static int stage_drain(struct hmc_pool *p, hmc_req_t *req, int ret)
 	return ret;
 }
 
-/* To a remote host segment from a region of ours (the ConnBuffer, or not). */
-static int put_direct(struct hmc_pool *p, const struct loc *dst,
-		      const struct loc *src, size_t len)
+/*
+ * Between a remote host segment and a region of ours (the ConnBuffer, or
+ * not): one put (and a flush), or one get.
+ */
+static int direct(struct hmc_pool *p, bool put, const struct loc *remote,
+		  const struct loc *local, size_t len)
 {
+	uint32_t rank = (uint32_t)remote->rank;
 	hmc_req_t req;
 	int ret;
 
-	ret = hmc_comm_put_mr_nb(p->comm, (uint32_t)dst->rank, src->ref.mr,
-				 src->ref.off, 0, dst->buf_off, len, &req);
+	ret = (put ? hmc_comm_put_mr_nb : hmc_comm_get_mr_nb)(
+		p->comm, rank, local->ref.mr, local->ref.off, 0,
+		remote->buf_off, len, &req);
 	if (!ret)
 		ret = hmc_comm_wait(p->comm, req, p->timeout_ms);
-	return ret ?: hmc_comm_flush(p->comm, (uint32_t)dst->rank);
-}
-
-/* From a remote host segment into a region of ours. */
-static int get_direct(struct hmc_pool *p, const struct loc *dst,
-		      const struct loc *src, size_t len)
-{
-	hmc_req_t req;
-	int ret;
-
-	ret = hmc_comm_get_mr_nb(p->comm, (uint32_t)src->rank, dst->ref.mr,
-				 dst->ref.off, 0, src->buf_off, len, &req);
-	return ret ?: hmc_comm_wait(p->comm, req, p->timeout_ms);
+	return ret || !put ? ret : hmc_comm_flush(p->comm, rank);
 }
 
 /*
@@ -445,9 +438,9 @@ static int run_copy(struct hmc_pool *p, const struct loc *dst,
 		return pool_dev_read(p, (uint32_t)src->rank, src->buf_off,
 				     dst->ptr, dst->type, &dst->ref, len);
 	if (!dst->ptr)
-		return src->ref.ok ? put_direct(p, dst, src, len) :
+		return src->ref.ok ? direct(p, true, dst, src, len) :
 				     put_staged(p, dst, src, len);
-	return dst->ref.ok ? get_direct(p, dst, src, len) :
+	return dst->ref.ok ? direct(p, false, src, dst, len) :
 			     get_staged(p, dst, src, len);
 }
 

@@ -583,6 +583,15 @@ static struct tcp_op *awaited(struct tcp_stream *s, uint8_t kind)
 
 static int amo_serve(struct tcp_stream *s);
 
+/* @op, the oldest we await on @s, got its answer: it is done. */
+static void answered(struct tcp_stream *s, struct tcp_op *op)
+{
+	list_del(&op->node);
+	s->nasks--;
+	op_done(s->tp->ctx, op, 0);
+	release_held(s);
+}
+
 /* A peer's write into @mr landed: its owner's sleepers may look. */
 static void notify(const struct tcp_mr *mr)
 {
@@ -597,7 +606,6 @@ static void notify(const struct tcp_mr *mr)
 static int frame_done(struct tcp_stream *s)
 {
 	struct tcp_ctx *t = s->tp->ctx;
-	struct tcp_op *op;
 
 	if (s->type == TCP_PUT) {
 		if (s->flags & TCP_F_SIGNAL) {
@@ -611,11 +619,7 @@ static int frame_done(struct tcp_stream *s)
 	}
 	if (s->type == TCP_AMO)
 		return amo_serve(s);
-	op = awaited(s, OP_GET);	/* checked when the header came */
-	list_del(&op->node);
-	s->nasks--;
-	op_done(t, op, 0);
-	release_held(s);
+	answered(s, awaited(s, OP_GET));	/* checked when the header came */
 	return 0;
 }
 
@@ -701,10 +705,7 @@ static int frame_start(struct tcp_stream *s, const uint8_t *h)
 		if (h[1] || idx || len || !op || op->exp_off != off)
 			return -EPROTO;
 		*op->fetch = arg;
-		list_del(&op->node);
-		s->nasks--;
-		op_done(t, op, 0);
-		release_held(s);
+		answered(s, op);
 		return 0;
 	case TCP_FLUSH:
 		if (h[1] || idx || len || off || arg)
@@ -714,10 +715,7 @@ static int frame_start(struct tcp_stream *s, const uint8_t *h)
 		op = awaited(s, OP_FLUSH);
 		if (h[1] || idx || len || off || arg || !op)
 			return -EPROTO;
-		list_del(&op->node);
-		s->nasks--;
-		op_done(t, op, 0);
-		release_held(s);
+		answered(s, op);
 		return 0;
 	default:
 		return -EPROTO;
