@@ -453,7 +453,9 @@ int hmc_comm_barrier(struct hmc_comm *comm, int timeout_ms);
  * rights: a put to a region registered without HMC_MR_REMOTE_WRITE, or
  * past its end, fails on the initiator and writes nothing.
  *
- * Transports: tcp, ucx and verbs carry regions. The shm transport maps the
+ * Transports: tcp, ucx and verbs carry regions (over verbs the NIC does
+ * the owner's checks; UCX has no owner's side, and the initiator checks
+ * bounds and rights against the descriptor). The shm transport maps the
  * peer's ConnBuffer only; a peer reached through it has no regions to
  * import (-EOPNOTSUPP): peers on one host share memory with
  * hmc_buf_export_fd() or their own mappings instead.

@@ -777,6 +777,9 @@ static int devices_rank(struct mesh *m, void *arg)
 				     "put_signal data");
 		tap(!bad_n && tag == TAG_DONE, "the connection through %s:1 works",
 		    dev);
+		/* rank 0 stays until then: we must see it connected first */
+		bad_n += expect(hmc_comm_send_tag(comm, 0, TAG_DONE), 0,
+				"goodbye tag");
 		goto out;
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -793,7 +796,10 @@ static int devices_rank(struct mesh *m, void *arg)
 	data_fill(hmc_buf_ptr(buf), 0, 4099, 0xde5);
 	if (!rc)
 		rc = hmc_comm_put_signal(comm, 1, 0, 0, 4099, TAG_DONE);
-	tap(rc == 0, "HMC_IB_DEV=%s: connect and put_signal: %s", val,
+	if (!rc)
+		rc = hmc_comm_recv_tag(comm, 1, &tag, OP_TIMEOUT_MS);
+	tap(rc == 0 && tag == TAG_DONE,
+	    "HMC_IB_DEV=%s: connect, put_signal and rank 1's goodbye: %s", val,
 	    hmc_strerror(rc));
 out:
 	free((void *)dev);
