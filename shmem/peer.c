@@ -282,6 +282,13 @@ static void sent_one(int pe)
 	__atomic_fetch_add(&pr.sent[pe], 1, __ATOMIC_RELEASE);
 }
 
+/* Whether requests we sent @pe may not be applied yet (quiet tells). */
+static bool requests_unapplied(int pe)
+{
+	return __atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) <
+	       __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE);
+}
+
 /*
  * Move [@loc, +@len) of ours and [@off, +@len) of @pe's segment @seg
  * one-sided (a put when @put, else a get) if both ends are regions:
@@ -302,8 +309,7 @@ static bool one_sided(const char *call, int pe, bool put, uint8_t seg,
 	 * (a request would wake them sooner than their polls).
 	 */
 	if (!rmr || (small && !pr.native[pe * NR_SEGS + seg]) ||
-	    __atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) <
-	    __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE))
+	    requests_unapplied(pe))
 		return false;
 	lseg = shm_sym_locate(loc, &loff);
 	if (lseg >= 0 && pr.mr[lseg] &&
@@ -364,9 +370,7 @@ static bool native_amo(const char *call, int pe, const struct req_hdr *h,
 	int err;
 
 	/* It would overtake requests not yet applied: those go first. */
-	if (!rmr || !pr.native[pe * NR_SEGS + h->seg] ||
-	    __atomic_load_n(&pr.acked[pe], __ATOMIC_ACQUIRE) <
-	    __atomic_load_n(&pr.sent[pe], __ATOMIC_ACQUIRE))
+	if (!rmr || !pr.native[pe * NR_SEGS + h->seg] || requests_unapplied(pe))
 		return false;
 	err = hmc_comm_amo_nb(pr.comm, (uint32_t)pe, rmr, h->off, h->size,
 			      (enum hmc_amo_op)h->amo, h->val, h->cond, fetch,

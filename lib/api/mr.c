@@ -27,11 +27,6 @@
 #define MR_ACCESS	(HMC_MR_REMOTE_READ | HMC_MR_REMOTE_WRITE)
 #define MR_KEY_F_NOTIFY	(1u << 0)	/* writes over it count in notify */
 
-static inline struct comm_mr *mr_at(struct mr_table *t, uint32_t idx)
-{
-	return &t->chunks[idx / MR_CHUNK][idx % MR_CHUNK];
-}
-
 /* A free entry (table lock held): its index, or -ENOSPC/-ENOMEM. */
 static int mr_slot(struct mr_table *t)
 {
@@ -278,7 +273,7 @@ int hmc_comm_mr_import(struct hmc_comm *c, uint32_t rank, const void *desc,
 	t = &p->rmrs;
 	futex_mutex_lock(&t->lock);
 	for (i = 0; i < t->nr; i++) {
-		e = &t->chunks[i / MR_CHUNK][i % MR_CHUNK];
+		e = rmr_at(t, i);
 		if (e->owner_mr == owner_mr) {
 			*handle = i + 1;
 			goto unlock;
@@ -299,7 +294,7 @@ int hmc_comm_mr_import(struct hmc_comm *c, uint32_t rank, const void *desc,
 				 klen, get_be64(d + 16), &xrmr);
 	if (rc)
 		goto unlock;
-	e = &t->chunks[t->nr / MR_CHUNK][t->nr % MR_CHUNK];
+	e = rmr_at(t, t->nr);
 	e->owner_mr = owner_mr;
 	e->misalign = d[6];
 	e->notifies = kflags & MR_KEY_F_NOTIFY;

@@ -7,11 +7,6 @@
 #include "core/mr.h"
 #include "sys/log.h"
 
-static inline struct comm_mr *mr_at(struct mr_table *t, uint32_t idx)
-{
-	return &t->chunks[idx / MR_CHUNK][idx % MR_CHUNK];
-}
-
 __hot int mr_use(struct mr_table *t, uint32_t handle, struct comm_mr **out)
 {
 	uint32_t idx = (handle & 0xffff) - 1;
@@ -37,7 +32,7 @@ __hot const struct peer_rmr *rmr_lookup(struct rmr_table *t, uint32_t handle)
 
 	if (!handle || idx >= __atomic_load_n(&t->nr, __ATOMIC_ACQUIRE))
 		return NULL;
-	return &t->chunks[idx / MR_CHUNK][idx % MR_CHUNK];
+	return rmr_at(t, idx);
 }
 
 void rmr_table_free(struct rmr_table *t)

@@ -64,6 +64,17 @@ struct rmr_table {
 	uint32_t nr;			/* release/acquire */
 };
 
+/* Entry @idx of each table (below its nr). */
+static inline struct comm_mr *mr_at(struct mr_table *t, uint32_t idx)
+{
+	return &t->chunks[idx / MR_CHUNK][idx % MR_CHUNK];
+}
+
+static inline struct peer_rmr *rmr_at(struct rmr_table *t, uint32_t idx)
+{
+	return &t->chunks[idx / MR_CHUNK][idx % MR_CHUNK];
+}
+
 /* Our region @handle, counted in its users: 0 or -ENOENT. */
 int mr_use(struct mr_table *t, uint32_t handle, struct comm_mr **out);
 static inline void mr_unuse(struct comm_mr *mr)

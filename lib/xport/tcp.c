@@ -1482,20 +1482,6 @@ static __hot int post_op(struct tcp_ctx *t, struct tcp_peer *tp, struct req *r,
 	return 0;
 }
 
-static __hot int tcp_post(void *ctx, void *xpeer, struct req *r,
-			  enum req_op op, uint64_t local_off,
-			  uint64_t remote_off, uint64_t len)
-{
-	struct tcp_ctx *t = ctx;
-	int rc;
-
-	futex_mutex_lock(&t->lock);
-	rc = post_op(t, xpeer, r, op, t->base, local_off, NULL, remote_off,
-		     len, NULL);
-	futex_mutex_unlock(&t->lock);
-	return rc;
-}
-
 static __hot int tcp_post_mr(void *ctx, void *xpeer, struct req *r,
 			     enum req_op op, void *xmr, uint64_t local_off,
 			     void *xrmr, uint64_t remote_off, uint64_t len)
@@ -1504,13 +1490,19 @@ static __hot int tcp_post_mr(void *ctx, void *xpeer, struct req *r,
 	struct tcp_mr *mr = xmr;
 	int rc;
 
-	if (op != REQ_PUT && op != REQ_GET)
-		return -EINVAL;
 	futex_mutex_lock(&t->lock);
 	rc = post_op(t, xpeer, r, op, mr ? mr->base : t->base, local_off,
 		     xrmr, remote_off, len, NULL);
 	futex_mutex_unlock(&t->lock);
 	return rc;
+}
+
+static __hot int tcp_post(void *ctx, void *xpeer, struct req *r,
+			  enum req_op op, uint64_t local_off,
+			  uint64_t remote_off, uint64_t len)
+{
+	return tcp_post_mr(ctx, xpeer, r, op, NULL, local_off, NULL,
+			   remote_off, len);
 }
 
 static int tcp_put_signal(void *ctx, void *xpeer, struct req *r,
