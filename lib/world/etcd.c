@@ -364,23 +364,35 @@ static int parse_kvs(struct etcd *e, struct json_object *r, struct kvs *out)
 	return 0;
 }
 
+/* Base64 of our prefix + @rel and of the end of the keys under it. */
+static int prefix_range(struct etcd *e, const char *rel, char **k,
+			char **end)
+{
+	char full[192], endk[192];
+	size_t l;
+
+	l = (size_t)snprintf(full, sizeof(full), "%s%s", e->prefix, rel);
+	memcpy(endk, full, l + 1);
+	endk[l - 1]++;
+	*k = b64(full, l);
+	*end = b64(endk, l);
+	if (*k && *end)
+		return 0;
+	free(*k);
+	free(*end);
+	return -ENOMEM;
+}
+
 /* Everything under our prefix. */
 static int range_all(struct etcd *e, struct http *h, struct kvs *out)
 {
 	struct json_object *r;
-	char *k, *end, body[512], endkey[160];
-	size_t pl = strlen(e->prefix);
+	char *k, *end, body[512];
 	int rc;
 
-	snprintf(endkey, sizeof(endkey), "%s", e->prefix);
-	endkey[pl - 1]++;	/* the prefix ends in '/': '0' bounds it */
-	k = b64(e->prefix, pl);
-	end = b64(endkey, pl);
-	if (!k || !end) {
-		free(k);
-		free(end);
-		return -ENOMEM;
-	}
+	rc = prefix_range(e, "", &k, &end);
+	if (rc)
+		return rc;
 	snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\"}",
 		 k, end);
 	free(k);
@@ -500,7 +512,7 @@ static int claim(struct etcd *e, struct http *h, uint32_t r, int64_t lease,
 		 struct kvs *colls)
 {
 	char rel[64], cmp[512], put[1024], joined[512], gone[512], rng[512];
-	char *body, *k, *end, ck[192], cend[192];
+	char *body, *k, *end;
 	uint8_t val[4 + WP_REC_LEN];
 	struct json_object *res, *resp;
 	size_t i, n;
@@ -518,13 +530,10 @@ static int claim(struct etcd *e, struct http *h, uint32_t r, int64_t lease,
 	snprintf(rel, sizeof(rel), "gone/%08u", r);
 	if ((rc = op_json(e, gone, sizeof(gone), "delete", rel, NULL, 0, 0)))
 		return rc;
-	snprintf(ck, sizeof(ck), "%scoll/", e->prefix);
-	snprintf(cend, sizeof(cend), "%scoll0", e->prefix);
-	k = b64(ck, strlen(ck));
-	end = b64(cend, strlen(cend));
+	if ((rc = prefix_range(e, "coll/", &k, &end)))
+		return rc;
 	snprintf(rng, sizeof(rng), "{\"request_range\":{\"key\":\"%s\","
-		 "\"range_end\":\"%s\",\"keys_only\":true}}", k ? k : "",
-		 end ? end : "");
+		 "\"range_end\":\"%s\",\"keys_only\":true}}", k, end);
 	free(k);
 	free(end);
 	n = strlen(cmp) + strlen(put) + strlen(joined) + strlen(gone) +
@@ -568,26 +577,40 @@ static bool kv_find_prefix(const struct kvs *k, const char *pfx)
 	return false;
 }
 
-/* Delete every key under our prefix + @rel. */
-static int delete_prefix(struct etcd *e, const char *rel)
+/*
+ * What an ended world left (joined/, gone/, size) goes, in a transaction
+ * that holds only while no rank key exists. A start-up member that claims
+ * its rank between our read and this wipe keeps its joined/ key, which
+ * collectives read to tell a rank that left from one that never came.
+ */
+static int wipe_ended_world(struct etcd *e)
 {
-	char full[192], endk[192], body[640], *k, *end;
-	size_t l;
-	int rc = -ENOMEM;
+	static const char *const rel[] = { "rank/", "joined/", "gone/",
+					   "size" };
+	char *k[4] = { 0 }, *end[4] = { 0 }, body[1536];
+	int i, n, rc = 0;
 
-	l = (size_t)snprintf(full, sizeof(full), "%s%s", e->prefix, rel);
-	memcpy(endk, full, l + 1);
-	endk[l - 1]++;
-	k = b64(full, l);
-	end = b64(endk, l);
-	if (k && end) {
-		snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":"
-			 "\"%s\"}", k, end);
-		rc = post(e, &e->main_h, "/v3/kv/deleterange", body,
-			  HTTP_TIMEOUT_MS, false, NULL);
+	for (i = 0; i < 4 && !rc; i++)
+		rc = prefix_range(e, rel[i], &k[i], &end[i]);
+	if (!rc) {
+		n = snprintf(body, sizeof(body),
+			     "{\"compare\":[{\"key\":\"%s\",\"range_end\":"
+			     "\"%s\",\"target\":\"CREATE\",\"result\":"
+			     "\"EQUAL\",\"create_revision\":\"0\"}],"
+			     "\"success\":[", k[0], end[0]);
+		for (i = 1; i < 4; i++)
+			n += snprintf(body + n, sizeof(body) - (size_t)n,
+				      "%s{\"request_delete_range\":{\"key\":"
+				      "\"%s\",\"range_end\":\"%s\"}}",
+				      i > 1 ? "," : "", k[i], end[i]);
+		snprintf(body + n, sizeof(body) - (size_t)n, "]}");
+		rc = post(e, &e->main_h, "/v3/kv/txn", body, HTTP_TIMEOUT_MS,
+			  false, NULL);
 	}
-	free(k);
-	free(end);
+	for (i = 0; i < 4; i++) {
+		free(k[i]);
+		free(end[i]);
+	}
 	return rc;
 }
 
@@ -629,12 +652,9 @@ static int do_join(struct etcd *e, const uint8_t *b, size_t len,
 		return -EPROTO;
 	rc = range_all(e, &e->main_h, &all);
 	if (!rc && size && !kv_find_prefix(&all, "rank/")) {
-		/* Nobody is here: what an earlier world left goes. */
-		rc = delete_prefix(e, "joined/");
-		if (!rc)
-			rc = delete_prefix(e, "gone/");
-		if (!rc)
-			rc = delete_prefix(e, "size");
+		/* Nobody was here: read again after the wipe, or after
+		 * a member who came first made it refuse. */
+		rc = wipe_ended_world(e);
 		if (!rc) {
 			kvs_free(&all);
 			rc = range_all(e, &e->main_h, &all);
@@ -762,7 +782,8 @@ static int coll_state(struct etcd *e, const struct kvs *all, uint32_t seq,
 	for (r = 0; r < e->size; r++) {
 		rk = kv_find(all, "rank/%08u", r);
 		part[r] = rk ? rk->len >= 4 && get_be32(rk->val) <= seq :
-			       !kv_find(all, "joined/%08u", r);
+			       !kv_find(all, "joined/%08u", r) &&
+			       !kv_find(all, "gone/%08u", r);
 		arrived[r] = !!kv_find(all, "coll/%08u/%08u", seq, r);
 		if (part[r] && !arrived[r]) {
 			waiting++;
@@ -1048,10 +1069,9 @@ static int diff(struct etcd *e, const struct kvs *all)
 
 int etcd_event(struct etcd *e, struct store_ev *ev, int64_t deadline)
 {
-	char body[512], *k, *end, endkey[160];
+	char body[512], *k, *end;
 	struct json_object *w;
 	struct kvs all = { 0 };
-	size_t pl = strlen(e->prefix);
 	int rc = 0, ms;
 
 	pthread_mutex_lock(&e->watch_lock);
@@ -1080,13 +1100,12 @@ int etcd_event(struct etcd *e, struct store_ev *ev, int64_t deadline)
 			break;
 		}
 		/* Sleep in a watch from the revision we saw until anything moves. */
-		snprintf(endkey, sizeof(endkey), "%s", e->prefix);
-		endkey[pl - 1]++;
-		k = b64(e->prefix, pl);
-		end = b64(endkey, pl);
+		rc = prefix_range(e, "", &k, &end);
+		if (rc)
+			break;
 		snprintf(body, sizeof(body), "{\"create_request\":{\"key\":\"%s\","
 			 "\"range_end\":\"%s\",\"start_revision\":\"%" PRId64
-			 "\"}}", k ? k : "", end ? end : "", all.rev + 1);
+			 "\"}}", k, end, all.rev + 1);
 		free(k);
 		free(end);
 		kvs_free(&all);
