@@ -71,7 +71,9 @@ int shmemx_set_attr_uniqueid_args(int rank, int nranks,
 int shmemx_init_attr(unsigned int flags, shmemx_init_attr_t *attr);
 
 /* Seconds on a monotonic clock (SOS's and Cray's extension; their test
- * suites time with it). */
+ * suites time with it).  HAVE_SHMEMX_WTIME is the feature macro those
+ * programs test before defining a fallback of their own. */
+#define HAVE_SHMEMX_WTIME 1
 double shmemx_wtime(void);
 
 #ifdef __cplusplus

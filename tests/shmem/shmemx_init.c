@@ -24,6 +24,12 @@
 
 #include "check.h"
 
+/* Programs written for SOS test this before defining a fallback
+ * shmemx_wtime(), which would clash with the one declared here. */
+#ifndef HAVE_SHMEMX_WTIME
+#error "shmemx.h declares shmemx_wtime() but not HAVE_SHMEMX_WTIME"
+#endif
+
 #define LEN	4099
 
 static unsigned char global_buf[LEN];
