@@ -105,7 +105,7 @@ void shmem_##NAME##_add(TYPE *dest, TYPE value, int pe)			\
 }
 HMC_SHMEM_OLD_AMO_TYPES(DEFINE_OLD_AMO)
 
-long shmem_swap(long *dest, long value, int pe)
+long (shmem_swap)(long *dest, long value, int pe)
 {
 	return shmem_long_atomic_swap(dest, value, pe);
 }
@@ -117,7 +117,7 @@ void shmem_##NAME##_wait(TYPE *ivar, TYPE cmp_value)			\
 }
 HMC_SHMEM_OLD_WAIT_TYPES(DEFINE_OLD_WAIT)
 
-void shmem_wait(long *ivar, long cmp_value)
+void (shmem_wait)(long *ivar, long cmp_value)
 {
 	shmem_long_wait_until(ivar, SHMEM_CMP_NE, cmp_value);
 }

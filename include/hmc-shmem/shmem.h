@@ -730,6 +730,10 @@ void hmc_shmem_generic_unsupported(void);
 	unsigned long *: PFX##ulong##SFX, const unsigned long *: PFX##ulong##SFX,	\
 	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
 	default: hmc_shmem_generic_unsupported
+#define HMC_SHMEM_G_WAIT(PFX, SFX)					\
+	short *: PFX##short##SFX, int *: PFX##int##SFX,			\
+	long *: PFX##long##SFX, long long *: PFX##longlong##SFX,	\
+	default: hmc_shmem_generic_unsupported
 #define HMC_SHMEM_G_RBIT(PFX, SFX)					\
 	unsigned char *: PFX##uchar##SFX, const unsigned char *: PFX##uchar##SFX,	\
 	unsigned short *: PFX##ushort##SFX, const unsigned short *: PFX##ushort##SFX,	\
@@ -843,6 +847,21 @@ void hmc_shmem_generic_unsupported(void);
 #define shmem_min_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RMM(shmem_, _min_reduce))(team, dest, __VA_ARGS__)
 #define shmem_sum_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RAR(shmem_, _sum_reduce))(team, dest, __VA_ARGS__)
 #define shmem_prod_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RAR(shmem_, _prod_reduce))(team, dest, __VA_ARGS__)
+
+/* The generic names of 1.3 that 1.4 deprecated and 1.5 still lists: each
+ * has its replacement's call signature (without a context), so it
+ * dispatches to the same typed routine. shmem_swap and shmem_wait also
+ * name untyped long routines from before C11; (shmem_swap)(...) and
+ * (shmem_wait)(...) still call those. */
+#define shmem_fetch(source, ...)	_Generic((source), HMC_SHMEM_G_EXT(shmem_, _atomic_fetch))(source, __VA_ARGS__)
+#define shmem_set(dest, ...)	_Generic((dest), HMC_SHMEM_G_EXT(shmem_, _atomic_set))(dest, __VA_ARGS__)
+#define shmem_swap(dest, ...)	_Generic((dest), HMC_SHMEM_G_EXT(shmem_, _atomic_swap))(dest, __VA_ARGS__)
+#define shmem_cswap(dest, ...)	_Generic((dest), HMC_SHMEM_G_STD(shmem_, _atomic_compare_swap))(dest, __VA_ARGS__)
+#define shmem_finc(dest, ...)	_Generic((dest), HMC_SHMEM_G_STD(shmem_, _atomic_fetch_inc))(dest, __VA_ARGS__)
+#define shmem_inc(dest, ...)	_Generic((dest), HMC_SHMEM_G_STD(shmem_, _atomic_inc))(dest, __VA_ARGS__)
+#define shmem_fadd(dest, ...)	_Generic((dest), HMC_SHMEM_G_STD(shmem_, _atomic_fetch_add))(dest, __VA_ARGS__)
+#define shmem_add(dest, ...)	_Generic((dest), HMC_SHMEM_G_STD(shmem_, _atomic_add))(dest, __VA_ARGS__)
+#define shmem_wait(ivar, ...)	_Generic((ivar), HMC_SHMEM_G_WAIT(shmem_, _wait))(ivar, __VA_ARGS__)
 
 #endif /* C11 generics */
 

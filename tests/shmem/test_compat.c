@@ -2,8 +2,8 @@
 /*
  * The deprecated interfaces 1.5 still lists, as programs written for
  * OpenSHMEM 1.0-1.3 use them: start_pes, _my_pe/_num_pes, shmalloc and
- * friends, the _SHMEM_ constants, the old AMO and wait names, the cache
- * routines. Every value is checked.
+ * friends, the _SHMEM_ constants, the old AMO and wait names (typed, and
+ * the C11 generic ones), the cache routines. Every value is checked.
  */
 #include <stdint.h>
 #include <string.h>
@@ -69,7 +69,7 @@ int main(void)
 	old = shmem_long_swap(&heap[2], me + 7, next);
 	CHECK(old == 0, "long swap old %ld", old);
 	shmem_barrier_all();
-	CHECK(shmem_swap(&heap[2], 5, me) == (me + n - 1) % n + 7, "swap");
+	CHECK((shmem_swap)(&heap[2], 5, me) == (me + n - 1) % n + 7, "swap");
 	CHECK(shmem_long_cswap(&heap[2], 5, 9, me) == 5 && heap[2] == 9, "cswap");
 	CHECK(shmem_int_cswap(&ival, -1, 0, me) == ival, "failing cswap");
 	CHECK(shmem_double_swap(&dval, 2.0, me) == 0.25 * ((me + n - 1) % n),
@@ -84,9 +84,50 @@ int main(void)
 	CHECK(sflag == 2, "short wait");
 	shmem_barrier_all();
 	shmem_long_p(&flag, 5, next);
-	shmem_wait(&flag, 1);
+	(shmem_wait)(&flag, 1);
 	(shmem_wait_until)(&flag, _SHMEM_CMP_EQ, 5);
 	CHECK(flag == 5, "untyped wait_until");
+	shmem_barrier_all();
+
+	/* The deprecated C11 generic names, on each type they pick by. */
+	ival = 0;
+	lval = 0;
+	llval = 0;
+	shmem_barrier_all();
+	shmem_add(&ival, me + 1, 0);
+	shmem_inc(&lval, 0);
+	old = shmem_finc(&lval, 0);
+	CHECK(old >= 1 && old < 2 * n, "generic finc old %ld", old);
+	old = shmem_fadd(&llval, 2LL + me, 0);
+	CHECK(old >= 0 && old < 2LL * n + n * (n - 1) / 2,
+	      "generic fadd old %ld", old);
+	shmem_barrier_all();
+	if (me == 0) {
+		CHECK(ival == n * (n + 1) / 2, "generic add %d", ival);
+		CHECK(lval == 2L * n, "generic inc/finc %ld", lval);
+		CHECK(llval == 2LL * n + n * (n - 1) / 2, "generic fadd %lld",
+		      llval);
+	}
+	shmem_barrier_all();
+	shmem_set(&fval, 0.5f + me, next);
+	shmem_set(&llval, 100LL + me, next);
+	shmem_barrier_all();
+	CHECK(shmem_fetch(&fval, me) == 0.5f + (me + n - 1) % n,
+	      "generic set/fetch float %g", fval);
+	CHECK(shmem_fetch(&llval, next) == 100LL + me,
+	      "generic set/fetch long long %lld", llval);
+	shmem_barrier_all();
+	CHECK(shmem_swap(&dval, 3.5, me) == 2.0 && dval == 3.5,
+	      "generic double swap %g", dval);
+	CHECK(shmem_cswap(&llval, 100LL + (me + n - 1) % n, -7LL, me) ==
+	      100LL + (me + n - 1) % n && llval == -7, "generic cswap %lld",
+	      llval);
+	CHECK(shmem_cswap(&ival, -1, 5, me) == ival && ival != 5,
+	      "generic failing cswap %d", ival);
+	shmem_barrier_all();
+	shmem_short_p(&sflag, 3, next);
+	shmem_wait(&sflag, (short)2);
+	CHECK(sflag == 3, "generic short wait %d", sflag);
 
 	shmem_clear_cache_inv();
 	shmem_set_cache_inv();
