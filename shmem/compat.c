@@ -110,16 +110,17 @@ long (shmem_swap)(long *dest, long value, int pe)
 	return shmem_long_atomic_swap(dest, value, pe);
 }
 
+/* The replacements read *ivar with atomic loads: dropping volatile is safe. */
 #define DEFINE_OLD_WAIT(TYPE, NAME)					\
-void shmem_##NAME##_wait(TYPE *ivar, TYPE cmp_value)			\
+void shmem_##NAME##_wait(volatile TYPE *ivar, TYPE cmp_value)		\
 {									\
-	shmem_##NAME##_wait_until(ivar, SHMEM_CMP_NE, cmp_value);	\
+	shmem_##NAME##_wait_until((TYPE *)ivar, SHMEM_CMP_NE, cmp_value); \
 }
 HMC_SHMEM_OLD_WAIT_TYPES(DEFINE_OLD_WAIT)
 
-void (shmem_wait)(long *ivar, long cmp_value)
+void (shmem_wait)(volatile long *ivar, long cmp_value)
 {
-	shmem_long_wait_until(ivar, SHMEM_CMP_NE, cmp_value);
+	shmem_long_wait_until((long *)ivar, SHMEM_CMP_NE, cmp_value);
 }
 
 void (shmem_wait_until)(long *ivar, int cmp, long cmp_value)

@@ -653,14 +653,15 @@ HMC_SHMEM_OLD_AMO_TYPES(HMC_SHMEM_DECL_OLD_AMO)
 #undef HMC_SHMEM_DECL_OLD_AMO
 long shmem_swap(long *dest, long value, int pe);
 
-/* Old waits: until *ivar differs from cmp_value, and the untyped long form. */
+/* Old waits: until *ivar differs from cmp_value, and the untyped long form;
+ * 1.0-1.3 declared ivar volatile, as the flags of their programs are. */
 #define HMC_SHMEM_OLD_WAIT_TYPES(X)					\
 	X(short, short) X(int, int) X(long, long) X(long long, longlong)
 #define HMC_SHMEM_DECL_OLD_WAIT(TYPE, NAME)				\
-void shmem_##NAME##_wait(TYPE *ivar, TYPE cmp_value);
+void shmem_##NAME##_wait(volatile TYPE *ivar, TYPE cmp_value);
 HMC_SHMEM_OLD_WAIT_TYPES(HMC_SHMEM_DECL_OLD_WAIT)
 #undef HMC_SHMEM_DECL_OLD_WAIT
-void shmem_wait(long *ivar, long cmp_value);
+void shmem_wait(volatile long *ivar, long cmp_value);
 /* With C11 the generic shmem_wait_until below takes a long * the same way. */
 void shmem_wait_until(long *ivar, int cmp, long cmp_value);
 
@@ -731,8 +732,10 @@ void hmc_shmem_generic_unsupported(void);
 	unsigned long long *: PFX##ulonglong##SFX, const unsigned long long *: PFX##ulonglong##SFX,	\
 	default: hmc_shmem_generic_unsupported
 #define HMC_SHMEM_G_WAIT(PFX, SFX)					\
-	short *: PFX##short##SFX, int *: PFX##int##SFX,			\
-	long *: PFX##long##SFX, long long *: PFX##longlong##SFX,	\
+	short *: PFX##short##SFX, volatile short *: PFX##short##SFX,	\
+	int *: PFX##int##SFX, volatile int *: PFX##int##SFX,		\
+	long *: PFX##long##SFX, volatile long *: PFX##long##SFX,	\
+	long long *: PFX##longlong##SFX, volatile long long *: PFX##longlong##SFX, \
 	default: hmc_shmem_generic_unsupported
 #define HMC_SHMEM_G_RBIT(PFX, SFX)					\
 	unsigned char *: PFX##uchar##SFX, const unsigned char *: PFX##uchar##SFX,	\

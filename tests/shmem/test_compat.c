@@ -18,6 +18,7 @@ static long long llval;
 static float fval;
 static double dval;
 static short sflag;
+static volatile int vflag;	/* as 1.0-1.3 programs declare their flags */
 
 int main(void)
 {
@@ -128,6 +129,9 @@ int main(void)
 	shmem_short_p(&sflag, 3, next);
 	shmem_wait(&sflag, (short)2);
 	CHECK(sflag == 3, "generic short wait %d", sflag);
+	shmem_int_p((int *)&vflag, 4, next);
+	shmem_wait(&vflag, 0);
+	CHECK(vflag == 4, "generic wait on a volatile int %d", vflag);
 
 	shmem_clear_cache_inv();
 	shmem_set_cache_inv();
