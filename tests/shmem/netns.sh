@@ -25,9 +25,12 @@ netns_at_exit 'rm -rf "$tmp"'
 netns_up "hmcsh$$" 2 hmcsh 10.78.0 || { echo "FAIL netns: $NETNS_ERR"; exit 1; }
 
 # run_pes N TIMEOUT PROG [ARGS...]: PE i's output in $tmp/out.i, status in
-# $tmp/rc.i (timeout's 124 if it hung).
+# $tmp/rc.i (timeout's 124 if it hung). The store's port lies below the
+# kernel's ephemeral ports (32768 and up): one that an earlier run's
+# connection still holds in TIME_WAIT fails rank 0's bind, which then takes
+# the store for another process's, and every PE dials it until the deadline.
 run_pes() {
-	local n=$1 to=$2 per=$((($1 + 1) / 2)) port=$((20000 + RANDOM % 20000))
+	local n=$1 to=$2 per=$((($1 + 1) / 2)) port=$((20000 + RANDOM % 12000))
 	local i h pids=()
 
 	shift 2
