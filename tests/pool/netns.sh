@@ -14,7 +14,7 @@ if [ "${1:-}" = -n ]; then
 fi
 [ $# -ge 1 ] || { echo "usage: netns.sh [-n N] PROG [ARGS...]" >&2; exit 2; }
 dev=hmcp
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))	# below the ephemeral ports (32768 and up)
 
 fail() {
 	echo "not ok - netns: $*"

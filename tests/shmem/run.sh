@@ -117,7 +117,7 @@ fi
 # Needs unshare(CLONE_NEWPID).
 if unshare --pid --fork true 2>/dev/null; then
 	export HMC_BOOTSTRAP=store HMC_WORLD_SIZE=2 HMC_WORLD_TIMEOUT=10000
-	export HMC_STORE=tcp://127.0.0.1:$((20001 + $$ % 20000))
+	export HMC_STORE=tcp://127.0.0.1:$((20001 + $$ % 12000))	# not ephemeral
 	set +e
 	SHMEM_TEST_HOST_PES=1 HMC_RANK=0 timeout 30 "$O/tests/shmem/test_setup" \
 		>"$tmp/r0" 2>&1 &

@@ -96,11 +96,12 @@ ranks() {
 }
 
 # A port nothing listens on now (other jobs share this host), with the one
-# above it free too (etcd's peer port).
+# above it free too (etcd's peer port), below the kernel's ephemeral ports
+# (32768 and up), which an outgoing connection may hold and fail our bind.
 port() {
 	local p
 	while :; do
-		p=$((20000 + RANDOM % 20000))
+		p=$((20000 + RANDOM % 12000))
 		[ -z "$(ss -Htln "( sport = :$p or sport = :$((p + 1)) )")" ] &&
 			break
 	done
