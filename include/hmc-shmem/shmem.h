@@ -124,8 +124,11 @@ extern struct hmc_shmem_ctx hmc_shmem_ctx_default;
 #define HMC_SHMEM_P2P_TYPES(X)						\
 	X(short, short) X(unsigned short, ushort) HMC_SHMEM_INT_TYPES(X)
 
-/* Table 10: reduction types. */
+/* Table 10: reduction types. And, or and xor also take long long, which
+ * has no intN_t name on LP64 (short, int and long reach int16..int64):
+ * as in other implementations, and in the tests written for them. */
 #define HMC_SHMEM_BITWISE_RED_TYPES(X)					\
+	X(long long, longlong)						\
 	X(unsigned char, uchar) X(unsigned short, ushort)		\
 	X(unsigned int, uint) X(unsigned long, ulong)			\
 	X(unsigned long long, ulonglong)				\
@@ -747,6 +750,7 @@ void hmc_shmem_generic_unsupported(void);
 	short *: PFX##int16##SFX, const short *: PFX##int16##SFX,	\
 	int *: PFX##int32##SFX, const int *: PFX##int32##SFX,	\
 	long *: PFX##int64##SFX, const long *: PFX##int64##SFX,	\
+	long long *: PFX##longlong##SFX, const long long *: PFX##longlong##SFX,	\
 	default: hmc_shmem_generic_unsupported
 #define HMC_SHMEM_G_RMM(PFX, SFX)					\
 	char *: PFX##char##SFX, const char *: PFX##char##SFX,	\

@@ -49,6 +49,25 @@ int main(void)
 	red_src[0] = me;
 	shmem_max_reduce(SHMEM_TEAM_WORLD, red_dst, red_src, 1);
 	CHECK(red_dst[0] == n - 1, "generic max_reduce");
+	{
+		static long long bsrc[3], bdst[3];
+		long long want_or = 0, want_xor = 0;
+
+		for (i = 0; i < n; i++) {
+			want_or |= 1LL << (i + 40);
+			want_xor ^= (long long)(i * 0x10001) << 20;
+		}
+		bsrc[0] = 1LL << (me + 40);
+		bsrc[1] = (long long)(me * 0x10001) << 20;
+		bsrc[2] = ~0LL ^ (1LL << (me + 3));
+		shmem_or_reduce(SHMEM_TEAM_WORLD, bdst, bsrc, 1);
+		CHECK(bdst[0] == want_or, "generic long long or_reduce");
+		shmem_xor_reduce(SHMEM_TEAM_WORLD, bdst + 1, bsrc + 1, 1);
+		CHECK(bdst[1] == want_xor, "generic long long xor_reduce");
+		shmem_and_reduce(SHMEM_TEAM_WORLD, bdst + 2, bsrc + 2, 1);
+		CHECK(bdst[2] == (n > 61 ? 0 : ~0LL ^ (((1LL << n) - 1) << 3)),
+		      "generic long long and_reduce");
+	}
 	coll_src[0] = me;
 	coll_src[1] = -me;
 	shmem_fcollect(SHMEM_TEAM_WORLD, coll_dst, coll_src, 2);
