@@ -114,7 +114,7 @@ static void print_info(size_t heap)
 
 /* Start-up shared by shmem_init_thread() and shmemx_init_attr(). */
 static int init(const shmemx_init_attr_t *attr, unsigned int flags,
-		char *why, size_t why_len)
+		int thread_level, char *why, size_t why_len)
 {
 	size_t heap;
 	int err;
@@ -143,9 +143,12 @@ static int init(const shmemx_init_attr_t *attr, unsigned int flags,
 	shm_team_init();
 	/*
 	 * Every operation is a copy, a CPU atomic or a message on a
-	 * communicator that any thread may use: safe from any thread.
+	 * communicator that any thread may use: safe from any thread, so
+	 * every level is supported and the program is told the level it asked
+	 * for, as MPI and the other OpenSHMEM libraries answer. Programs
+	 * compare provided with requested (SOS query_thread, web, threading).
 	 */
-	shm.thread_level = SHMEM_THREAD_MULTIPLE;
+	shm.thread_level = thread_level;
 	shm.initialized = 1;
 	shm_backoff_init();
 	print_info(heap);
@@ -165,7 +168,7 @@ int shmem_init_thread(int requested, int *provided)
 	if (!shm.initialized) {
 		char why[256];
 
-		err = init(NULL, 0, why, sizeof(why));
+		err = init(NULL, 0, requested, why, sizeof(why));
 		if (err)
 			shm_fatal("shmem_init", "start-up failed: %s",
 				  why[0] ? why : strerror(-err));
@@ -241,7 +244,8 @@ int shmemx_init_attr(unsigned int flags, shmemx_init_attr_t *attr)
 	}
 	if (shm.initialized)
 		return 0;
-	err = init(attr, how, why, sizeof(why));
+	err = init(attr, how, attr && attr->size >= sizeof(*attr) ?
+		   attr->thread_level : SHMEM_THREAD_SINGLE, why, sizeof(why));
 	if (err)
 		fprintf(stderr, "shmem: shmemx_init_attr: start-up failed: %s\n",
 			why[0] ? why : strerror(-err));

@@ -854,6 +854,18 @@ void hmc_shmem_generic_unsupported(void);
 #define shmem_min_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RMM(shmem_, _min_reduce))(team, dest, __VA_ARGS__)
 #define shmem_sum_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RAR(shmem_, _sum_reduce))(team, dest, __VA_ARGS__)
 #define shmem_prod_reduce(team, dest, ...)	_Generic((dest), HMC_SHMEM_G_RAR(shmem_, _prod_reduce))(team, dest, __VA_ARGS__)
+/*
+ * 1.5 names the C11 team sync shmem_sync(team) while the deprecated
+ * active-set routine keeps shmem_sync(PE_start, logPE_stride, PE_size,
+ * pSync): the argument count picks one. The shmem_sync produced here is
+ * not expanded again, so the four-argument call reaches the function.
+ */
+#define HMC_SHMEM_SYNC_PICK(_1, _2, _3, _4, NAME, ...)	NAME
+#define shmem_sync(...)							\
+	HMC_SHMEM_SYNC_PICK(__VA_ARGS__, shmem_sync,			\
+			    hmc_shmem_generic_unsupported,		\
+			    hmc_shmem_generic_unsupported,		\
+			    shmem_team_sync, 0)(__VA_ARGS__)
 
 /* The generic names of 1.3 that 1.4 deprecated and 1.5 still lists: each
  * has its replacement's call signature (without a context), so it

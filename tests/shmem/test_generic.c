@@ -8,6 +8,7 @@ static long lsrc[16], ldst[16];
 static double dsrc[16], ddst[16];
 static unsigned int flags;
 static int ivar;
+static long sync_psync[SHMEM_BARRIER_SYNC_SIZE], sync_slot[2];
 
 int main(void)
 {
@@ -74,6 +75,22 @@ int main(void)
 	for (i = 0; i < n; i++)
 		CHECK(coll_dst[2 * i] == i && coll_dst[2 * i + 1] == -i,
 		      "generic fcollect %d", i);
+	/*
+	 * shmem_sync(team) is the 1.5 C11 team sync, and four arguments keep
+	 * the deprecated active-set routine (SOS shmem_team_max used the first
+	 * form). Each must make a put completed by quiet visible.
+	 */
+	for (i = 0; i < SHMEM_BARRIER_SYNC_SIZE; i++)
+		sync_psync[i] = SHMEM_SYNC_VALUE;
+	shmem_barrier_all();
+	shmem_long_p(&sync_slot[0], 1000 + me, right);
+	shmem_quiet();
+	CHECK(shmem_sync(SHMEM_TEAM_WORLD) == 0, "generic team sync");
+	CHECK(sync_slot[0] == 1000 + left, "after team sync %ld", sync_slot[0]);
+	shmem_long_p(&sync_slot[1], 2000 + me, right);
+	shmem_quiet();
+	shmem_sync(0, 0, n, sync_psync);
+	CHECK(sync_slot[1] == 2000 + left, "after active-set sync %ld", sync_slot[1]);
 	if (me == 0)
 		printf("generic: %d PEs ok\n", n);
 	shmem_finalize();

@@ -68,6 +68,8 @@ int main(void)
 
 	shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided);
 	CHECK(provided == SHMEM_THREAD_MULTIPLE, "provided %d", provided);
+	shmem_query_thread(&provided);
+	CHECK(provided == SHMEM_THREAD_MULTIPLE, "query_thread %d", provided);
 	me = shmem_my_pe();
 	n = shmem_n_pes();
 	left = (me + n - 1) % n;
