@@ -10,6 +10,7 @@ SHMEM_SO_MAJOR	:= 0
 SHMEM_LIB_SRCS	:= $(sort $(wildcard shmem/*.c))
 SHMEM_LIB_OBJS	:= $(SHMEM_LIB_SRCS:%.c=$(O)/%.o)
 SHMEM_HDRS	:= $(wildcard shmem/*.h) $(wildcard include/hmc-shmem/*.h) \
+		   $(wildcard include/hmc-shmem/mpp/*.h) \
 		   include/hmc/world.h include/hmc/hmc.h
 SHMEM_CPPFLAGS	:= -D_GNU_SOURCE -Iinclude/hmc-shmem -Iinclude -Ishmem
 SHMEM_A		:= $(O)/shmem/libhmc_shmem.a
@@ -63,8 +64,9 @@ $(SHMEM_PC): shmem/hmc-shmem.pc.in shmem/shmem.mk
 install: install-shmem
 install-shmem: shmem
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin \
-		$(DESTDIR)$(PREFIX)/include/hmc-shmem
+		$(DESTDIR)$(PREFIX)/include/hmc-shmem/mpp
 	install -m 644 include/hmc-shmem/*.h $(DESTDIR)$(PREFIX)/include/hmc-shmem/
+	install -m 644 include/hmc-shmem/mpp/*.h $(DESTDIR)$(PREFIX)/include/hmc-shmem/mpp/
 	install -m 755 $(SHMEM_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libhmc_shmem.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SHMEM_SONAME)
 	ln -sf $(SHMEM_SONAME) $(DESTDIR)$(PREFIX)/lib/libhmc_shmem.so

@@ -49,5 +49,12 @@ cp tests/shmem/example_shift.c "$tmp/src/"
 	-Wl,-rpath,"$prefix/lib") || fail "example_shift.c does not build against $prefix"
 out=$("$prefix/bin/oshrun" -np 3 --timeout 60 "$tmp/bin/shift") &&
 	[ "$out" = "shift correct on 3 PEs" ] || fail "installed oshrun: $out"
-echo "ok - install: hmc-shmem.pc and oshrun of the install's prefix"
+# The header directory of OpenSHMEM 1.0, deprecated but kept by 1.5.
+printf '#include <mpp/shmem.h>\nint main(void) { return SHMEM_MAJOR_VERSION != 1; }\n' \
+	> "$tmp/src/mpp.c"
+# shellcheck disable=SC2046 # pkg-config's output is a word list
+(cd "$tmp/src" && cc -std=gnu11 -Wall -Werror $(pkg-config --cflags hmc-shmem) \
+	mpp.c -o "$tmp/bin/mpp") && "$tmp/bin/mpp" ||
+	fail "<mpp/shmem.h> is not installed with hmc-shmem"
+echo "ok - install: hmc-shmem.pc and oshrun of the install's prefix, <mpp/shmem.h>"
 examples/smoke.sh "$tmp/bin"

@@ -5,6 +5,12 @@
  * friends, the _SHMEM_ constants, the old AMO and wait names (typed, and
  * the C11 generic ones), the cache routines. Every value is checked.
  */
+/* The 1.0 header directory, kept by 1.5: alone, it declares the library. */
+#include <mpp/shmem.h>
+#include <mpp/shmemx.h>
+#if !defined(SHMEM_MAJOR_VERSION) || !defined(HAVE_SHMEMX_WTIME)
+#error "<mpp/shmem.h> and <mpp/shmemx.h> must bring in shmem.h and shmemx.h"
+#endif
 #include <stdint.h>
 #include <string.h>
 
