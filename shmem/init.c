@@ -4,12 +4,11 @@
  *
  * Errors the standard leaves to the implementation (a non-symmetric
  * address, a PE out of range, start-up failures, calls before shmem_init)
- * print one line naming the PE and the call on stderr and end the job the
- * way shmem_global_exit() does: the launcher ends the other PEs.
+ * print one line naming the PE and the call on stderr and exit with status
+ * 1: the launcher ends the other PEs (remote ones are told to exit).
  */
 #include <ctype.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,17 +274,17 @@ void shmem_finalize(void)
 }
 
 /*
- * The launcher (hmcrun, mpirun) ends the job when a PE exits with a
- * non-zero status; with status 0 it would wait for the others, so we end
- * them ourselves. A job across hosts may have a launcher per host, or
- * none: every other PE is told to exit with @status.
+ * Every other PE is told to exit with @status, so that the job ends with
+ * it (the standard passes it to the environment) whatever the launcher:
+ * one that ends the job at a non-zero exit (hmcrun, mpirun) would wait
+ * for the others after status 0, and a job across hosts may have a
+ * launcher per host, or none.
  */
 void shmem_global_exit(int status)
 {
 	fflush(NULL);
-	if (shm.initialized && !shm.finalized && !shm_peer_exit(status) &&
-	    !(status & 0xff))
-		shm_seg_signal_peers(SIGTERM);
+	if (shm.initialized && !shm.finalized && !shm_peer_exit(status))
+		shm_seg_exit_peers(status);
 	_exit(status);
 }
 

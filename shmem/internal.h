@@ -83,6 +83,9 @@ struct shm_slot {
 /* The start of every heap: the library's own symmetric objects. */
 struct shm_internal {
 	struct shm_slot slot[SHM_MAX_TEAMS];
+	/* What a mapped peer's shmem_global_exit() asks of this PE (seg.c). */
+	uint32_t exit_word;
+	uint32_t reserved;
 };
 
 struct hmc_shmem_team {
@@ -140,8 +143,11 @@ int shm_boot_timeout_ms(void);
 /* Every PE has entered it (the world's, not over the communicator). */
 int shm_boot_barrier(void);
 
-/* seg.c: send @sig to every other mapped PE (global_exit's end of the job). */
-void shm_seg_signal_peers(int sig);
+/*
+ * seg.c: global_exit's end of the job on this host: every other mapped PE
+ * exits with @status, once this process is gone.
+ */
+void shm_seg_exit_peers(int status);
 
 /* seg.c */
 /* On failure, @why (if it got one) says why in words. */

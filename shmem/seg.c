@@ -25,7 +25,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +155,7 @@ err_close:
 	return err;
 }
 
-/* Every PE's process, for shm_seg_signal_peers(). */
+/* Every mapped PE's process, for shm_seg_exit_peers(). */
 static pid_t *peer_pid;
 
 static void *map_peer(pid_t pid, int fd, size_t len)
@@ -264,13 +267,98 @@ static int host_identity(struct shm_peer_info *info)
 	return 0;
 }
 
-void shm_seg_signal_peers(int sig)
+/*
+ * shmem_global_exit() on this host. A PE that maps peers runs a thread
+ * that sleeps on the exit word at the start of its heap, a futex every
+ * mapper may wake; the asker stores 1 + (its PE << 8 | status) there in
+ * every peer. A thread, not a look in the library's own waits, since the
+ * peer may be anywhere in the program; not a signal, which would end it
+ * with the signal's status instead of the one asked for.
+ */
+#define EXIT_STOP	UINT32_MAX	/* the word at shmem_finalize */
+#define EXIT_WAIT_MS	2000
+
+static pthread_t exit_thread;
+static bool exit_watching;
+
+static uint32_t *exit_word(int pe)
 {
+	return &shm_internal(pe)->exit_word;
+}
+
+static void *exit_watch(void *arg)
+{
+	uint32_t *w = exit_word(shm.me), v;
+	pid_t asker;
+	int ms;
+
+	while (!(v = __atomic_load_n(w, __ATOMIC_ACQUIRE)))
+		syscall(SYS_futex, w, FUTEX_WAIT, 0, NULL, NULL, 0);
+	if (v == EXIT_STOP)
+		return NULL;
+	v--;
+	fflush(NULL);
+	/*
+	 * The asker goes first and is reaped, so that a launcher ending the
+	 * job at a non-zero status names the asker, not us.
+	 */
+	asker = peer_pid[v >> 8];
+	for (ms = 0; ms < EXIT_WAIT_MS && !kill(asker, 0); ms++)
+		usleep(1000);
+	_exit((int)(v & 0xff));
+}
+
+void shm_seg_exit_peers(int status)
+{
+	uint32_t v = 1 + ((uint32_t)shm.me << 8 | ((uint32_t)status & 0xff));
 	int pe;
 
-	for (pe = 0; peer_pid && pe < shm.npes; pe++)
-		if (pe != shm.me && peer_pid[pe])
-			kill(peer_pid[pe], sig);
+	for (pe = 0; pe < shm.npes; pe++) {
+		uint32_t *w, old = 0;
+
+		if (pe == shm.me || !shm_pe_mapped(pe))
+			continue;
+		w = exit_word(pe);
+		/* A PE told already, or leaving, goes as it is. */
+		if (__atomic_compare_exchange_n(w, &old, v, false,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL,
+				0);
+	}
+}
+
+/* The watch runs with every signal blocked: they are the program's. */
+static int exit_watch_start(void)
+{
+	sigset_t all, old;
+	int pe, err;
+
+	for (pe = 0; pe < shm.npes; pe++)
+		if (pe != shm.me && shm_pe_mapped(pe))
+			break;
+	if (pe == shm.npes)
+		return 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&exit_thread, NULL, exit_watch, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	exit_watching = !err;
+	return err;
+}
+
+static void exit_watch_stop(void)
+{
+	uint32_t *w = exit_word(shm.me), old = 0;
+
+	if (!exit_watching)
+		return;
+	/* Lost to an asker: the watch ends the process, join waits for it. */
+	if (__atomic_compare_exchange_n(w, &old, EXIT_STOP, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	pthread_join(exit_thread, NULL);
+	exit_watching = false;
 }
 
 int shm_seg_init(size_t heap_size, char *why, size_t why_len)
@@ -324,6 +412,12 @@ int shm_seg_init(size_t heap_size, char *why, size_t why_len)
 	if (!err)
 		err = map_peers(all, why, why_len);
 	free(all);
+	if (!err) {
+		err = exit_watch_start();
+		if (err)
+			snprintf(why, why_len, "cannot start the exit watch: %s",
+				 strerror(-err));
+	}
 	return err;
 }
 
@@ -331,6 +425,8 @@ void shm_seg_fini(void)
 {
 	unsigned int s;
 	int pe;
+
+	exit_watch_stop();
 
 	for (pe = 0; shm.peer_heap && pe < shm.npes; pe++) {
 		if (pe == shm.me)

@@ -3,7 +3,8 @@
  * Failure paths, one per argument, checked by run.sh: a fatal error names
  * the PE and the call on one line and ends the job; a PE killed mid-run or
  * calling shmem_global_exit ends the job with its status, never a hang.
- * The other PEs wait in a barrier meanwhile.
+ * The other PEs wait in a barrier meanwhile, or with exit0busy run the
+ * program's own loop, never calling the library.
  */
 #include <signal.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <shmem.h>
 
 static long target;
+static volatile unsigned long busy;
 
 int main(int argc, char **argv)
 {
@@ -29,9 +31,12 @@ int main(int argc, char **argv)
 			raise(SIGKILL);
 		else if (!strcmp(mode, "exit"))
 			shmem_global_exit(3);
-		else if (!strcmp(mode, "exit0"))
+		else if (!strcmp(mode, "exit0") || !strcmp(mode, "exit0busy"))
 			shmem_global_exit(0);
 	}
+	if (!strcmp(mode, "exit0busy"))
+		for (;;)
+			busy++;
 	shmem_barrier_all();
 	shmem_finalize();
 	return 0;
