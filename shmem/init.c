@@ -111,13 +111,35 @@ static void print_info(size_t heap)
 		       shm.npes, heap, shmem_team_n_pes(SHMEM_TEAM_SHARED));
 }
 
+/*
+ * Returning from main ends the OpenSHMEM portion of the program as
+ * shmem_finalize() does: the standard's execution model has the library
+ * complete pending communication with an implicit collective
+ * synchronization, and programs written for start_pes() have no finalize.
+ * After a failing status the PE leaves at once: the others may never
+ * come to the barrier, and the launcher ends the job.
+ */
+static void finalize_at_exit(int status, void *arg)
+{
+	if (!status)
+		shmem_finalize();
+}
+
 /* Start-up shared by shmem_init_thread() and shmemx_init_attr(). */
 static int init(const shmemx_init_attr_t *attr, unsigned int flags,
 		int thread_level, char *why, size_t why_len)
 {
+	static bool exit_hooked;
 	size_t heap;
 	int err;
 
+	if (!exit_hooked) {
+		if (on_exit(finalize_at_exit, NULL)) {
+			snprintf(why, why_len, "cannot register the exit handler");
+			return -ENOMEM;
+		}
+		exit_hooked = true;
+	}
 	err = shm_boot_init(attr, flags, &shm.me, &shm.npes, why, why_len);
 	if (err)
 		return err;
