@@ -117,11 +117,14 @@ static void print_info(size_t heap)
  * complete pending communication with an implicit collective
  * synchronization, and programs written for start_pes() have no finalize.
  * After a failing status the PE leaves at once: the others may never
- * come to the barrier, and the launcher ends the job.
+ * come to the barrier, and the launcher ends the job. A child the PE
+ * forked inherits the handler and the shared mappings, but is no PE.
  */
+static pid_t pe_pid;
+
 static void finalize_at_exit(int status, void *arg)
 {
-	if (!status)
+	if (!status && getpid() == pe_pid)
 		shmem_finalize();
 }
 
@@ -140,6 +143,7 @@ static int init(const shmemx_init_attr_t *attr, unsigned int flags,
 		}
 		exit_hooked = true;
 	}
+	pe_pid = getpid();
 	err = shm_boot_init(attr, flags, &shm.me, &shm.npes, why, why_len);
 	if (err)
 		return err;

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Library setup and query routines, shmem_ptr and accessibility. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -9,7 +14,8 @@ static int bss_array[1000];
 
 int main(void)
 {
-	int major, minor, provided, me, n, pe, i;
+	int major, minor, provided, me, n, pe, i, st = 0;
+	pid_t child;
 	char name[SHMEM_MAX_NAME_LEN];
 	long *heap, local = 0;
 
@@ -35,6 +41,26 @@ int main(void)
 		CHECK(shmem_team_translate_pe(SHMEM_TEAM_SHARED, pe,
 					      SHMEM_TEAM_WORLD) ==
 		      me / host_pes() * host_pes() + pe, "shared PE %d", pe);
+
+	/*
+	 * Returning from main finalizes; a child the PE forked is no PE, and
+	 * its exit(0) must not (joining a barrier the PEs are not in).
+	 */
+	child = fork();
+	CHECK(child >= 0, "fork: %s", strerror(errno));
+	if (!child) {
+		/* Not holding the launcher's pipes should it outlive us. */
+		i = open("/dev/null", O_WRONLY);
+		dup2(i, 1);
+		dup2(i, 2);
+		exit(0);
+	}
+	for (i = 0; i < 10000 && !waitpid(child, &st, WNOHANG); i++)
+		usleep(1000);
+	if (i == 10000)
+		kill(child, SIGKILL);
+	CHECK(i < 10000 && WIFEXITED(st) && !WEXITSTATUS(st),
+	      "a forked child's exit(0) did not end it in 10 s");
 
 	shmem_info_get_version(&major, &minor);
 	CHECK(major == 1 && minor == 5, "version %d.%d", major, minor);
