@@ -34,6 +34,11 @@
 #include "../lib/wire/tls.h"
 
 #define KILL_GRACE_MS	2000
+/*
+ * How long the ranks' output is read after the last rank has gone: a
+ * process a rank left behind may hold the pipes open for ever.
+ */
+#define DRAIN_MS	1000
 
 struct rank {
 	pid_t pid;
@@ -81,6 +86,14 @@ static void drain(struct rank *rk, int r, int which, bool eof)
 	rk->len[which] = left;
 }
 
+/* Print what is left of @rk's stream @which and stop reading it. */
+static void close_output(struct rank *rk, int r, int which)
+{
+	drain(rk, r, which, true);
+	close(rk->out[which]);
+	rk->out[which] = -1;
+}
+
 static void read_output(struct rank *rk, int r, int which)
 {
 	char tmp[4096], *nb;
@@ -89,9 +102,7 @@ static void read_output(struct rank *rk, int r, int which)
 	if (n <= 0) {
 		if (n < 0 && errno == EINTR)
 			return;
-		drain(rk, r, which, true);
-		close(rk->out[which]);
-		rk->out[which] = -1;
+		close_output(rk, r, which);
 		return;
 	}
 	nb = realloc(rk->buf[which], rk->len[which] + (size_t)n);
@@ -118,6 +129,7 @@ int main(int argc, char **argv)
 	};
 	int n = 0, timeout_s = 0, c, i, r, live, first_bad = -1, status = 0;
 	int64_t deadline = DEADLINE_NEVER, kill_at = DEADLINE_NEVER;
+	int64_t drain_until = DEADLINE_NEVER;
 	bool tag = false, timed_out = false;
 	struct store_srv *srv;
 	struct tls_ctx *tls;
@@ -252,14 +264,25 @@ int main(int argc, char **argv)
 	}
 
 	for (;;) {
-		int nfds = 1;
+		int nfds = 1, running = 0;
 
 		live = 0;
-		for (r = 0; r < n; r++)
+		for (r = 0; r < n; r++) {
+			running += ranks[r].running;
 			live += ranks[r].running || ranks[r].out[0] >= 0 ||
 				ranks[r].out[1] >= 0;
+		}
 		if (!live)
 			break;
+		if (!running && drain_until == DEADLINE_NEVER)
+			drain_until = deadline_after_ms(DRAIN_MS);
+		if (deadline_passed(drain_until)) {
+			for (r = 0; r < n; r++)
+				for (i = 0; i < 2; i++)
+					if (ranks[r].out[i] >= 0)
+						close_output(&ranks[r], r, i);
+			continue;
+		}
 		pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 		for (r = 0; r < n; r++)
 			for (i = 0; i < 2; i++)
@@ -269,6 +292,9 @@ int main(int argc, char **argv)
 						.events = POLLIN };
 		{
 			int64_t d = deadline < kill_at ? deadline : kill_at;
+
+			if (drain_until < d)
+				d = drain_until;
 
 			rc = poll(pfd, (nfds_t)nfds, deadline_remaining_ms(d));
 		}

@@ -262,6 +262,10 @@ expect hmcrun-first-failure 3 20 "$RUN" -n 3 sh -c \
 expect hmcrun-killed-rank 137 20 "$RUN" -n 2 sh -c \
 	'[ "$HMC_RANK" = 0 ] && kill -9 $$; sleep 30'
 expect hmcrun-timeout 124 20 "$RUN" --timeout 1 -n 2 sleep 30
+# A process a rank leaves behind holds the tagged output's pipes: hmcrun
+# still ends once the ranks have.
+expect hmcrun-orphan-output 0 10 "$RUN" -n 2 --tag-output sh -c \
+	'echo up; sleep 20 & echo done'
 expect hmcrun-forwards-sigterm 7 20 bash -c "
 	'$RUN' -n 2 sh -c 'trap \"exit 7\" TERM; sleep 30 & wait' &
 	sleep 0.5; kill -TERM \$!; wait \$!"
