@@ -264,6 +264,38 @@ out:
 }
 
 /*
+ * collect with a single contributor: every other PE passes nelems 0, so the
+ * result is that PE's block alone and nothing past it is written (found by
+ * the Mellanox oshmem_test coll suite, which checks exactly this).
+ */
+static void one_contributor(void *dstv, void *srcv)
+{
+	int me = shmem_my_pe(), n = shmem_n_pes(), c = n > 2 ? 1 : 0, i;
+	int *d = dstv, *s = srcv;
+	long *dl = dstv, *sl = srcv;
+
+	for (i = 0; i < n + 8; i++)
+		d[i] = -7;
+	for (i = 0; i < 3; i++)
+		s[i] = me * 10 + i;
+	shmem_barrier_all();
+	CHECK(shmem_int_collect(SHMEM_TEAM_WORLD, d, s, me == c ? 3 : 0) == 0,
+	      "one-contributor collect");
+	for (i = 0; i < n + 8; i++)
+		CHECK(d[i] == (i < 3 ? c * 10 + i : -7), "one-contributor collect %d: %d", i, d[i]);
+	shmem_barrier_all();
+	for (i = 0; i < n + 8; i++)
+		dl[i] = -7;
+	for (i = 0; i < 3; i++)
+		sl[i] = me * 100 + i;
+	shmem_barrier_all();
+	shmem_collect64(dl, sl, me == c ? 3 : 0, 0, 0, n, psync);
+	for (i = 0; i < n + 8; i++)
+		CHECK(dl[i] == (i < 3 ? c * 100 + i : -7), "one-contributor collect64 %d: %ld", i, dl[i]);
+	shmem_barrier_all();
+}
+
+/*
  * Empty collectives touch no memory, so programs pass NULL: they must
  * neither fail nor skip their synchronisation, and pSync stays at rest.
  */
@@ -319,6 +351,7 @@ int main(void)
 	reductions(SHMEM_TEAM_WORLD, dst, src);
 	teams(dst, src);
 	active_set(dst, src);
+	one_contributor(dst, src);
 	empty();
 	CHECK(shmem_team_sync(SHMEM_TEAM_INVALID) != 0, "invalid team");
 	shmem_free(src);

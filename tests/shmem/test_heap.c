@@ -96,6 +96,33 @@ int main(void)
 	shmem_free(a);
 	shmem_free(d);
 	shmem_free(NULL);
+
+	/*
+	 * With the heap empty, one object can span all of it, whichever routine
+	 * makes it: realloc from a small block and align too (the Mellanox
+	 * oshmem_test basic suite relies on this).
+	 */
+	{
+		size_t lo = 1, hi = (size_t)1 << 40, mid;
+
+		while (hi - lo > 1) {
+			mid = lo + (hi - lo) / 2;
+			e = shmem_malloc(mid);
+			if (e)
+				lo = mid;
+			else
+				hi = mid;
+			shmem_free(e);
+		}
+		e = shmem_malloc(16);
+		CHECK(e, "small block");
+		b = shmem_realloc(e, lo);
+		CHECK(b, "realloc 16 -> %zu, the largest malloc", lo);
+		shmem_free(b);
+		b = shmem_align(2, lo);
+		CHECK(b, "align(2, %zu), the largest malloc", lo);
+		shmem_free(b);
+	}
 	if (shmem_my_pe() == 0)
 		printf("heap: %d PEs ok\n", shmem_n_pes());
 	shmem_finalize();
