@@ -63,14 +63,6 @@ extern __typeof__(shmem_clear_lock) pshmem_clear_lock;
 extern __typeof__(shmem_collect32) pshmem_collect32;
 extern __typeof__(shmem_collect64) pshmem_collect64;
 extern __typeof__(shmem_collectmem) pshmem_collectmem;
-extern __typeof__(shmem_complexd_prod_reduce) pshmem_complexd_prod_reduce;
-extern __typeof__(shmem_complexd_prod_to_all) pshmem_complexd_prod_to_all;
-extern __typeof__(shmem_complexd_sum_reduce) pshmem_complexd_sum_reduce;
-extern __typeof__(shmem_complexd_sum_to_all) pshmem_complexd_sum_to_all;
-extern __typeof__(shmem_complexf_prod_reduce) pshmem_complexf_prod_reduce;
-extern __typeof__(shmem_complexf_prod_to_all) pshmem_complexf_prod_to_all;
-extern __typeof__(shmem_complexf_sum_reduce) pshmem_complexf_sum_reduce;
-extern __typeof__(shmem_complexf_sum_to_all) pshmem_complexf_sum_to_all;
 extern __typeof__(shmem_ctx_char_g) pshmem_ctx_char_g;
 extern __typeof__(shmem_ctx_char_get) pshmem_ctx_char_get;
 extern __typeof__(shmem_ctx_char_get_nbi) pshmem_ctx_char_get_nbi;
@@ -1665,6 +1657,18 @@ extern __typeof__(shmem_wait_until) pshmem_wait_until;
 extern __typeof__(shmemalign) pshmemalign;
 extern __typeof__(shrealloc) pshrealloc;
 extern __typeof__(start_pes) pstart_pes;
+
+/* The complex reductions, as in shmem.h, are C only. */
+#ifndef __cplusplus
+extern __typeof__(shmem_complexd_prod_reduce) pshmem_complexd_prod_reduce;
+extern __typeof__(shmem_complexd_prod_to_all) pshmem_complexd_prod_to_all;
+extern __typeof__(shmem_complexd_sum_reduce) pshmem_complexd_sum_reduce;
+extern __typeof__(shmem_complexd_sum_to_all) pshmem_complexd_sum_to_all;
+extern __typeof__(shmem_complexf_prod_reduce) pshmem_complexf_prod_reduce;
+extern __typeof__(shmem_complexf_prod_to_all) pshmem_complexf_prod_to_all;
+extern __typeof__(shmem_complexf_sum_reduce) pshmem_complexf_sum_reduce;
+extern __typeof__(shmem_complexf_sum_to_all) pshmem_complexf_sum_to_all;
+#endif
 
 #ifdef __cplusplus
 }
