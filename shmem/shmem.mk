@@ -7,6 +7,7 @@
 # Included before tools/tools.mk: hmcrun is named by its path here.
 
 SHMEM_SO_MAJOR	:= 0
+OBJCOPY		?= objcopy
 SHMEM_LIB_SRCS	:= $(sort $(wildcard shmem/*.c))
 SHMEM_LIB_OBJS	:= $(SHMEM_LIB_SRCS:%.c=$(O)/%.o)
 SHMEM_HDRS	:= $(wildcard shmem/*.h) $(wildcard include/hmc-shmem/*.h) \
@@ -25,9 +26,12 @@ all: shmem
 shmem: $(SHMEM_A) $(SHMEM_SO) $(O)/shmem/libhmc_shmem.so $(SHMEM_PC) \
 	$(OSHRUN) $(OSHCC)
 
-$(O)/shmem/%.o: shmem/%.c $(SHMEM_HDRS)
+# Each object gets its pshmem_ entry points (profiling interface) here.
+$(O)/shmem/%.o: shmem/%.c $(SHMEM_HDRS) shmem/pshmem.sh
 	@mkdir -p $(@D)
-	$(CC) $(SHMEM_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+	$(CC) $(SHMEM_CPPFLAGS) $(HMC_CFLAGS) $(CFLAGS) -fPIC -c $< -o $@.raw
+	shmem/pshmem.sh $(OBJCOPY) $@.raw $@
+	@rm -f $@.raw
 
 $(SHMEM_A): $(SHMEM_LIB_OBJS)
 	@rm -f $@

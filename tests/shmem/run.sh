@@ -23,6 +23,33 @@ for t in "$O"/tests/shmem/test_*; do
 	done
 done
 
+# Profiling interface: the profiler linked statically, and pshmem.h
+# declares exactly the pshmem_ entry points the library exports.
+for n in 1 3; do
+	if out=$("$OSHRUN" -np "$n" --timeout 60 "$O/tests/shmem/pshmem_static" 2>&1); then
+		echo "ok   pshmem_static with $n PEs"
+	else
+		echo "FAIL pshmem_static with $n PEs:"
+		echo "$out" | tail -20
+		fail=1
+	fi
+done
+lib_p=$(nm -D --defined-only "$O/shmem/libhmc_shmem.so" |
+	awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | grep '^p' | sort)
+hdr_p=$(sed -n 's/^extern __typeof__(.*) \(p[A-Za-z0-9_]*\);$/\1/p' \
+	"$(dirname "$0")/../../include/hmc-shmem/pshmem.h" | sort)
+if [ -n "$lib_p" ] && [ "$lib_p" = "$hdr_p" ]; then
+	echo "ok   pshmem.h declares the $(echo "$lib_p" | wc -l) pshmem_ entry points"
+else
+	echo "FAIL pshmem.h and libhmc_shmem's pshmem_ symbols differ:"
+	d=$(mktemp -d)
+	echo "$lib_p" >"$d/lib"
+	echo "$hdr_p" >"$d/hdr"
+	diff "$d/lib" "$d/hdr" | head -20 || true
+	rm -rf "$d"
+	fail=1
+fi
+
 # mpirun starts the same programs: hmc_world takes its PMIx.
 MPIRUN="mpirun --allow-run-as-root --oversubscribe"
 command -v mpirun >/dev/null || { echo "FAIL mpirun not found (openmpi-bin)"; exit 1; }

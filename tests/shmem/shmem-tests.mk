@@ -6,8 +6,17 @@
 SHMEM_TEST_SRCS	:= $(sort $(wildcard tests/shmem/test_*.c))
 SHMEM_TESTS	:= $(SHMEM_TEST_SRCS:tests/shmem/%.c=$(O)/tests/shmem/%)
 SHMEMX_TEST	:= $(O)/tests/shmem/shmemx_init
+PSHMEM_STATIC	:= $(O)/tests/shmem/pshmem_static
 
-all: $(SHMEM_TESTS) $(SHMEMX_TEST)
+all: $(SHMEM_TESTS) $(SHMEMX_TEST) $(PSHMEM_STATIC)
+
+# The profiler of test_pshmem.c linked statically: its shmem_long_put must
+# not clash with the one in libhmc_shmem.a.
+$(PSHMEM_STATIC): tests/shmem/test_pshmem.c tests/shmem/check.h $(SHMEM_A) \
+		$(O)/lib/libhmc.a $(SHMEM_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -Iinclude/hmc-shmem $(HMC_CFLAGS) $(CFLAGS) $< -o $@ \
+		$(SHMEM_A) $(O)/lib/libhmc.a $(LIB_LIBS)
 
 $(SHMEMX_TEST): tests/shmem/shmemx_init.c tests/shmem/check.h $(SHMEM_SO) \
 		$(O)/shmem/libhmc_shmem.so $(SHMEM_HDRS) $(O)/lib/libhmc.so
@@ -25,7 +34,7 @@ $(O)/tests/shmem/%: tests/shmem/%.c tests/shmem/check.h $(SHMEM_SO) \
 
 .PHONY: shmem-test
 _test: shmem-test
-shmem-test: $(SHMEM_TESTS) $(SHMEMX_TEST) $(OSHRUN) $(OSHCC)
+shmem-test: $(SHMEM_TESTS) $(SHMEMX_TEST) $(PSHMEM_STATIC) $(OSHRUN) $(OSHCC)
 	@tests/shmem/run.sh $(O)
 
 # make bench: tests/bench/shmem.sh, a section of tests/bench/bench.sh, runs
