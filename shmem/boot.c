@@ -130,6 +130,12 @@ int shm_boot_barrier(void)
 	return world ? hmc_world_barrier(world, shm_boot_timeout_ms()) : 0;
 }
 
+/* An exit without finalize that the launcher should count as clean. */
+void shm_boot_detach(void)
+{
+	hmc_world_detach(world);
+}
+
 void shm_boot_fini(void)
 {
 	if (world && own_world)

@@ -305,6 +305,7 @@ static void *exit_watch(void *arg)
 	asker = peer_pid[v >> 8];
 	for (ms = 0; ms < EXIT_WAIT_MS && !kill(asker, 0); ms++)
 		usleep(1000);
+	shm_boot_detach();
 	_exit((int)(v & 0xff));
 }
 

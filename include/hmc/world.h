@@ -130,6 +130,16 @@ int hmc_world_join(const char *store_url, const struct hmc_world_opts *opts,
 int hmc_world_finalize(struct hmc_world *world);
 
 /*
+ * For a process about to end without hmc_world_finalize() (an abort, an
+ * exit every rank was told to take): let the launcher that started it
+ * count the exit as clean. Under mpirun or srun this finalizes the PMIx
+ * client, without a collective; otherwise it does nothing. Nothing else is
+ * released, no other rank is told, and the world must not be used again
+ * but for exiting. Safe to call from any thread, more than once.
+ */
+void hmc_world_detach(struct hmc_world *world);
+
+/*
  * A unique id for a world whose store this process hosts from now on, on
  * @ip (NULL: HMC_WORLD_ADDR, else 127.0.0.1). Pass it to the other
  * processes by any channel; every process, this one included, then calls

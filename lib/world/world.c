@@ -728,6 +728,12 @@ static void world_free(struct hmc_world *w)
 	free(w);
 }
 
+void hmc_world_detach(struct hmc_world *w)
+{
+	if (w && __atomic_exchange_n(&w->pmix, false, __ATOMIC_ACQ_REL))
+		boot_pmix_fini();
+}
+
 static int world_start(const struct hmc_world_opts *o, bool join,
 		       const char *join_url, struct hmc_world **out)
 {
