@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hmc/world.h>
 
@@ -130,10 +131,10 @@ int shm_boot_barrier(void)
 	return world ? hmc_world_barrier(world, shm_boot_timeout_ms()) : 0;
 }
 
-/* An exit without finalize that the launcher should count as clean. */
-void shm_boot_detach(void)
+void shm_boot_exit(int status)
 {
 	hmc_world_detach(world);
+	_exit(status);
 }
 
 void shm_boot_fini(void)

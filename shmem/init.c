@@ -311,8 +311,7 @@ void shmem_global_exit(int status)
 	fflush(NULL);
 	if (shm.initialized && !shm.finalized && !shm_peer_exit(status))
 		shm_seg_exit_peers(status);
-	shm_boot_detach();
-	_exit(status);
+	shm_boot_exit(status);
 }
 
 int shmem_my_pe(void)

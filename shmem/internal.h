@@ -134,7 +134,8 @@ int shm_boot_init(const shmemx_init_attr_t *attr, unsigned int flags,
 		  int *rank, int *size, char *why, size_t why_len);
 int shm_boot_allgather(const void *mine, size_t len, void *all);
 void shm_boot_fini(void);
-void shm_boot_detach(void);
+/* End the process without finalize, an exit the launcher counts as clean. */
+void shm_boot_exit(int status) __attribute__((noreturn));
 
 /* The world's communicator, NULL for a job of one PE. */
 struct hmc_comm *shm_boot_comm(void);

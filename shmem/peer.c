@@ -727,8 +727,7 @@ static __attribute__((noreturn)) void exit_when_asker_gone(uint32_t from,
 
 	while (hmc_comm_is_connected(pr.comm, from) && now_ms() < deadline)
 		usleep(1000);
-	shm_boot_detach();
-	_exit(status);
+	shm_boot_exit(status);
 }
 
 static void answer(uint32_t to, uint64_t tag, const void *data, size_t len)
@@ -1159,10 +1158,8 @@ void shm_peer_exit_if_asked(void)
 {
 	int asked = __atomic_load_n(&pr.exit_asked, __ATOMIC_ACQUIRE);
 
-	if (asked) {
-		shm_boot_detach();
-		_exit(asked - 1);
-	}
+	if (asked)
+		shm_boot_exit(asked - 1);
 }
 
 bool shm_peer_exit(int status)

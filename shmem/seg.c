@@ -305,8 +305,7 @@ static void *exit_watch(void *arg)
 	asker = peer_pid[v >> 8];
 	for (ms = 0; ms < EXIT_WAIT_MS && !kill(asker, 0); ms++)
 		usleep(1000);
-	shm_boot_detach();
-	_exit((int)(v & 0xff));
+	shm_boot_exit((int)(v & 0xff));
 }
 
 void shm_seg_exit_peers(int status)
